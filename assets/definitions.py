@@ -1,0 +1,20 @@
+"""Dagster definitions: the asset graph from showdown tables to the results site.
+
+Which game is built comes from the environment (JAMFOLD_PROFILE or JAMFOLD_CONFIG); `./lab build`
+and `./lab dagster` set it. See the README.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets import models, rollout, site
+from assets.resources import default_resources
+
+ALL_ASSETS = [rollout.hand_classes, rollout.rollout_pairs, rollout.rollout_triples,
+              models.game_states, models.equity_model_tables, site.results_site]
+
+build_all = dg.define_asset_job("build_all", selection=dg.AssetSelection.all(),
+                                description="Every asset of the configured game, showdown tables to site.")
+
+defs = dg.Definitions(assets=ALL_ASSETS, jobs=[build_all], resources=default_resources())

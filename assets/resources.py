@@ -1,0 +1,49 @@
+"""Dagster resources: which game to build and where the warehouse lives."""
+
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from engine.config import GameConfig, load_config, profile
+from warehouse import db
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class GameResource(dg.ConfigurableResource):
+    """The game config every asset of a run is keyed by: a profile name or a TOML config file."""
+
+    profile: str = "quick"
+    config_file: str = ""
+
+    def config(self) -> GameConfig:
+        return load_config(self.config_file) if self.config_file else profile(self.profile)
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The DuckDB warehouse file (fails fast with a clear message when another process holds it)."""
+
+    path: str = str(db.DEFAULT_PATH)
+
+    def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        return db.connect(self.path, read_only=read_only)
+
+
+def cache_dir(*parts: str) -> Path:
+    """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo."""
+    root = Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_resources() -> dict[str, dg.ConfigurableResource]:
+    """Resources as configured by the environment (JAMFOLD_PROFILE, JAMFOLD_CONFIG, JAMFOLD_WAREHOUSE)."""
+    return {
+        "game": GameResource(profile=os.environ.get("JAMFOLD_PROFILE", "quick"),
+                             config_file=os.environ.get("JAMFOLD_CONFIG", "")),
+        "warehouse": WarehouseResource(path=str(db.warehouse_path())),
+    }

@@ -1,0 +1,176 @@
+"""Showdown assets: hand classes, and the pair and triple rollout tables (SPEC §3)."""
+
+
+import time
+from datetime import datetime, timezone
+
+import dagster as dg
+import pandas as pd
+
+from assets.resources import GameResource, WarehouseResource, cache_dir
+from engine import rollout
+from engine.cards import hand_class_table
+from warehouse import db
+
+PAIR_ROWS, TRIPLE_ROWS = 14_365, 818_805
+PAIR_WEIGHT_TOTAL = 1326 * 1225
+TRIPLE_WEIGHT_TOTAL = 1326 * 1225 * 1128
+UNDEALABLE_TRIPLES = 325
+
+
+class RolloutConfig(dg.Config):
+    rebuild: bool = False
+    """Rebuild even when the warehouse already holds a complete table with this rollout id."""
+
+
+def _progress_logger(context: dg.AssetExecutionContext, what: str):
+    state = {"last": -1.0, "t0": time.perf_counter()}
+
+    def report(done: int, total: int) -> None:
+        pct = 100.0 * done / max(total, 1)
+        if pct - state["last"] >= 5.0 or done == total:
+            state["last"] = pct
+            elapsed = time.perf_counter() - state["t0"]
+            eta = elapsed / done * (total - done) if done else float("nan")
+            context.log.info(f"{what}: {done:,}/{total:,} ({pct:.0f}%), {elapsed:.0f} s elapsed, ~{eta:.0f} s left")
+
+    return report
+
+
+def _complete_rows(con, kind: str, rollout_id: str, expected: int) -> int | None:
+    row = con.execute("SELECT rows FROM rollout_tables WHERE rollout = ? AND kind = ?", [rollout_id, kind]).fetchone()
+    table = "rollout_pairs" if kind == "pairs" else "rollout_triples"
+    n = con.execute(f"SELECT count(*) FROM {table} WHERE rollout = ?", [rollout_id]).fetchone()[0]
+    return n if row and row[0] == n == expected else None
+
+
+def write_pair_table(con, rollout_id: str, table) -> None:
+    """Replace the rows of ``rollout_id`` in `rollout_pairs` and record the build (one transaction each)."""
+    frame = pd.DataFrame({"a": table.a, "b": table.b, "weight": table.weight, "p_first_wins": table.p_first_wins})
+    db.replace_rows(con, "rollout_pairs", frame, {"rollout": rollout_id})
+    _record_build(con, "pairs", rollout_id, table)
+
+
+def write_triple_table(con, rollout_id: str, table) -> None:
+    """Replace the rows of ``rollout_id`` in `rollout_triples` and record the build."""
+    frame = pd.DataFrame({"a": table.a, "b": table.b, "c": table.c, "weight": table.weight,
+                          **{f"p_{o}": table.p[:, i] for i, o in enumerate(rollout.ORDERS)}})
+    db.replace_rows(con, "rollout_triples", frame, {"rollout": rollout_id})
+    _record_build(con, "triples", rollout_id, table)
+
+
+def _record_build(con, kind: str, rollout_id: str, table) -> None:
+    db.replace_rows(con, "rollout_tables", pd.DataFrame([{
+        "rollout": rollout_id, "kind": kind, "mode": table.mode,
+        "boards_per_matchup": table.boards_per_matchup if table.mode == "sampled" else None,
+        "seed": table.seed if table.mode == "sampled" else None,
+        "precision": float(table.precision), "rows": len(table.a), "wall_s": float(table.wall_s),
+        "built_at": datetime.now(timezone.utc).replace(tzinfo=None),
+    }]), {"rollout": rollout_id, "kind": kind})
+
+
+@dg.asset(group_name="showdown", kinds={"duckdb"},
+          check_specs=[dg.AssetCheckSpec("combos_total_1326", asset="hand_classes", blocking=True,
+                                         description="169 classes holding 1,326 two-card combos")],
+          description="The 169 preflop hand classes (13×13 grid, combos per class) → table `hand_classes`.")
+def hand_classes(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    frame = pd.DataFrame(hand_class_table())
+    with warehouse.connect() as con:
+        n = db.replace_rows(con, "hand_classes", frame)
+        combos = con.execute("SELECT sum(combos) FROM hand_classes").fetchone()[0]
+    return dg.MaterializeResult(
+        metadata={"rows": n, "combos": int(combos), "preview": dg.MetadataValue.md(db.frame_markdown(frame.head(8)))},
+        check_results=[dg.AssetCheckResult(check_name="combos_total_1326", passed=bool(combos == 1326 and n == 169),
+                                           metadata={"rows": n, "combos": int(combos)})])
+
+
+def _build_metadata(table, rollout_id: str, reused: bool, con, sql: str) -> dict:
+    return {
+        "rollout": rollout_id,
+        "rows": len(table.a) if table is not None else con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0],
+        "mode": table.mode if table is not None else rollout_id.split("-")[0],
+        "boards_per_matchup": (table.boards_per_matchup or 0) if table is not None else 0,
+        "precision (max std error)": float(table.precision) if table is not None else dg.MetadataValue.text("see rollout_tables"),
+        "wall_s": round(float(table.wall_s), 2) if table is not None else 0.0,
+        "reused_existing": reused,
+        "preview": dg.MetadataValue.md(db.preview_markdown(con, sql, limit=8)),
+    }
+
+
+@dg.asset(group_name="showdown", kinds={"numba", "duckdb"}, deps=[hand_classes],
+          check_specs=[dg.AssetCheckSpec("pair_rows_and_weights", asset="rollout_pairs", blocking=True,
+                                         description="14,365 rows; deal weights total 1,326·1,225; 0 ≤ p ≤ 1; p = 1/2 for a = b")],
+          description="Heads-up all-in probabilities of every class multiset {a ≤ b} (exact: all C(48,5) boards; "
+                      "or sampled) → table `rollout_pairs`, build info in `rollout_tables`.")
+def rollout_pairs(context: dg.AssetExecutionContext, config: RolloutConfig, game: GameResource,
+                  warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    rollout_id = cfg.rollout_id("pairs")
+    with warehouse.connect() as con:
+        reuse = not config.rebuild and _complete_rows(con, "pairs", rollout_id, PAIR_ROWS)
+    table = None
+    if not reuse:
+        context.log.info(f"building pair table {rollout_id}")
+        table = rollout.build_pair_table(cfg.rollout_pairs, samples=cfg.rollout_samples if cfg.rollout_pairs == "sampled" else None,
+                                         seed=cfg.rollout_seed, progress=_progress_logger(context, "pair table"))
+    with warehouse.connect() as con:
+        if table is not None:
+            write_pair_table(con, rollout_id, table)
+        sql = f"SELECT * FROM pair_equities WHERE rollout = '{rollout_id}' ORDER BY weight DESC"
+        meta = _build_metadata(table, rollout_id, bool(reuse), con, sql)
+        check = _check_pairs(con, rollout_id)
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
+
+
+def _check_pairs(con, rollout_id: str) -> dg.AssetCheckResult:
+    n, wsum, bad_p, bad_sym = con.execute(
+        """SELECT count(*), sum(weight), count(*) FILTER (WHERE p_first_wins < 0 OR p_first_wins > 1 OR p_first_wins IS NULL),
+                  count(*) FILTER (WHERE a = b AND abs(p_first_wins - 0.5) > 1e-12)
+           FROM rollout_pairs WHERE rollout = ?""", [rollout_id]).fetchone()
+    passed = n == PAIR_ROWS and wsum == PAIR_WEIGHT_TOTAL and bad_p == 0 and bad_sym == 0
+    return dg.AssetCheckResult(check_name="pair_rows_and_weights", passed=bool(passed),
+                               metadata={"rows": int(n), "weight_total": int(wsum or 0),
+                                         "expected_weight_total": PAIR_WEIGHT_TOTAL,
+                                         "p_out_of_range": int(bad_p), "mirror_not_half": int(bad_sym)})
+
+
+@dg.asset(group_name="showdown", kinds={"numba", "duckdb"}, deps=[hand_classes],
+          check_specs=[dg.AssetCheckSpec("triple_rows_and_weights", asset="rollout_triples", blocking=True,
+                                         description="818,805 rows; weights total 1,326·1,225·1,128; 325 undealable rows; "
+                                                     "every dealable row's six order probabilities sum to 1 within 1e-9")],
+          description="Three-way all-in finishing-order probabilities of every class multiset {a ≤ b ≤ c} → table "
+                      "`rollout_triples`. Exact builds checkpoint finished chunks under .cache/ and resume after an interrupt.")
+def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, game: GameResource,
+                    warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    rollout_id = cfg.rollout_id("triples")
+    with warehouse.connect() as con:
+        reuse = not config.rebuild and _complete_rows(con, "triples", rollout_id, TRIPLE_ROWS)
+    table = None
+    if not reuse:
+        context.log.info(f"building triple table {rollout_id}")
+        table = rollout.build_triple_table(
+            cfg.rollout_triples, samples=cfg.rollout_samples if cfg.rollout_triples == "sampled" else None,
+            seed=cfg.rollout_seed, progress=_progress_logger(context, "triple table"),
+            checkpoint_dir=str(cache_dir("rollout", rollout_id)) if cfg.rollout_triples == "exact" else None)
+    with warehouse.connect() as con:
+        if table is not None:
+            write_triple_table(con, rollout_id, table)
+        sql = f"SELECT * FROM rollout_triples WHERE rollout = '{rollout_id}' AND weight > 0 ORDER BY weight DESC"
+        meta = _build_metadata(table, rollout_id, bool(reuse), con, sql)
+        check = _check_triples(con, rollout_id)
+    return dg.MaterializeResult(metadata=meta, check_results=[check])
+
+
+def _check_triples(con, rollout_id: str) -> dg.AssetCheckResult:
+    psum = " + ".join(f"p_{o}" for o in rollout.ORDERS)
+    n, wsum, undealable, worst = con.execute(
+        f"""SELECT count(*), sum(weight), count(*) FILTER (WHERE weight = 0),
+                   coalesce(max(abs({psum} - 1)) FILTER (WHERE weight > 0), 0)
+            FROM rollout_triples WHERE rollout = ?""", [rollout_id]).fetchone()
+    passed = n == TRIPLE_ROWS and wsum == TRIPLE_WEIGHT_TOTAL and undealable == UNDEALABLE_TRIPLES and worst <= 1e-9
+    return dg.AssetCheckResult(check_name="triple_rows_and_weights", passed=bool(passed),
+                               metadata={"rows": int(n), "weight_total": int(wsum or 0),
+                                         "expected_weight_total": TRIPLE_WEIGHT_TOTAL, "undealable": int(undealable),
+                                         "max_row_sum_error": float(worst)})
+

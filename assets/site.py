@@ -1,0 +1,26 @@
+"""The results website: pages rendered from the warehouse, built with mkdocs-material."""
+
+
+import time
+
+import dagster as dg
+
+from assets.models import equity_model_tables, game_states
+from assets.resources import REPO_ROOT, GameResource, WarehouseResource
+from assets.rollout import hand_classes, rollout_pairs, rollout_triples
+from sitegen.build import build_site
+
+
+@dg.asset(group_name="site", kinds={"mkdocs"},
+          deps=[hand_classes, rollout_pairs, rollout_triples, game_states, equity_model_tables],
+          description="Static site in build/site (open build/site/index.html): home, showdown tables, equity models, "
+                      "warehouse reference. Rebuilt as a whole and swapped in only when complete.")
+def results_site(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    t0 = time.perf_counter()
+    site = build_site(cfg.name, warehouse.path, REPO_ROOT / "build")
+    pages = sorted(p.name for p in site.glob("*.html"))
+    context.log.info(f"site built in {site}")
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(site / "index.html")), "pages": len(pages),
+        "page_files": ", ".join(pages), "wall_s": round(time.perf_counter() - t0, 2)})

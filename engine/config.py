@@ -1,0 +1,229 @@
+"""Game configurations (SPEC §2 and §8): the parameters every asset and table is keyed by.
+
+A :class:`GameConfig` is immutable and validated on construction, so bad input is rejected
+before any heavy work starts, with a :class:`ConfigError` that names the field and the rule.
+Chips are in small-blind units (SB = 1, BB = 2); prizes are in $.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 5
+MAX_UNITS = 200
+ROLLOUT_MODES = ("exact", "sampled")
+
+
+class ConfigError(ValueError):
+    """A config or argument value that breaks a rule; ``field`` names it, ``rule`` says why."""
+
+    def __init__(self, field_name: str, rule: str, value: Any = None):
+        self.field = field_name
+        self.rule = rule
+        self.value = value
+        shown = "" if value is None else f" (got {value!r})"
+        super().__init__(f"{field_name}: {rule}{shown}")
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """One abstract tournament game and how its tables are built.
+
+    Attributes:
+        name: identifier used as the ``game`` key in every warehouse table.
+        players: players at the start (2..5).
+        units: total chips in small-blind units.
+        payouts: prize in $ for 1st, 2nd, …; places beyond the list pay 0.
+        gamma: per-hand equilibrium target ε in $.
+        start: start stacks in acting order (defaults to equal stacks when they divide evenly).
+        rollout_pairs / rollout_triples: 'exact' or 'sampled' showdown tables.
+        rollout_samples: boards per matchup in sampled mode.
+        rollout_seed: seed of the sampled tables.
+        examples: stack vectors (chips) the equity-model example tables are computed for.
+    """
+
+    name: str = "custom"
+    players: int = 5
+    units: int = 45
+    payouts: tuple[float, ...] = (50.0, 30.0, 20.0)
+    gamma: float = 1e-4
+    start: tuple[int, ...] = ()
+    rollout_pairs: str = "exact"
+    rollout_triples: str = "exact"
+    rollout_samples: int = 2000
+    rollout_seed: int = 1
+    examples: tuple[tuple[float, ...], ...] = field(default=((2.0, 5.0, 8.0, 13.0, 17.0),))
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def prize_pool(self) -> float:
+        """Sum of all prizes in $."""
+        return float(sum(self.payouts))
+
+    def rollout_id(self, kind: str) -> str:
+        """Key of the showdown table this game uses: 'exact' or 'sampled-<boards>-seed<seed>'."""
+        mode = self.rollout_pairs if kind == "pairs" else self.rollout_triples
+        return "exact" if mode == "exact" else f"sampled-{self.rollout_samples}-seed{self.rollout_seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["payouts"] = list(self.payouts)
+        d["start"] = list(self.start)
+        d["examples"] = [list(e) for e in self.examples]
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _validate(cfg: GameConfig) -> None:
+    if not isinstance(cfg.name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", cfg.name):
+        raise ConfigError("name", "must be 1-40 characters of a-z, 0-9, '_' or '-', starting with a letter or digit", cfg.name)
+    if not _is_int(cfg.players) or not MIN_PLAYERS <= cfg.players <= MAX_PLAYERS:
+        raise ConfigError("players", f"must be a whole number from {MIN_PLAYERS} to {MAX_PLAYERS}", cfg.players)
+    if not _is_int(cfg.units) or not cfg.players <= cfg.units <= MAX_UNITS:
+        raise ConfigError("units", f"must be a whole number from players ({cfg.players}) to {MAX_UNITS}", cfg.units)
+    p = cfg.payouts
+    if not isinstance(p, tuple) or len(p) == 0 or not all(_is_number(x) for x in p):
+        raise ConfigError("payouts", "must be a non-empty list of numbers", p)
+    if any(x < 0 for x in p):
+        raise ConfigError("payouts", "must not be negative", list(p))
+    if any(p[i] < p[i + 1] for i in range(len(p) - 1)):
+        raise ConfigError("payouts", "must be non-increasing (1st place pays at least as much as 2nd, …)", list(p))
+    if len(p) > cfg.players:
+        raise ConfigError("payouts", f"pays {len(p)} places but the game has only {cfg.players} players", list(p))
+    if sum(p) <= 0:
+        raise ConfigError("payouts", "must pay a positive prize pool", list(p))
+    if not _is_number(cfg.gamma) or cfg.gamma <= 0:
+        raise ConfigError("gamma", "must be a number > 0 ($ of exploitability per hand)", cfg.gamma)
+    s = cfg.start
+    if not isinstance(s, tuple) or len(s) != cfg.players:
+        raise ConfigError("start", f"must list one stack per player ({cfg.players})", list(s) if isinstance(s, tuple) else s)
+    if not all(_is_int(x) and x >= 1 for x in s):
+        raise ConfigError("start", "stacks must be whole numbers of units ≥ 1", list(s))
+    if sum(s) != cfg.units:
+        raise ConfigError("start", f"stacks must sum to units ({cfg.units}), they sum to {sum(s)}", list(s))
+    for name in ("rollout_pairs", "rollout_triples"):
+        if getattr(cfg, name) not in ROLLOUT_MODES:
+            raise ConfigError(name, f"must be one of {', '.join(ROLLOUT_MODES)}", getattr(cfg, name))
+    if not _is_int(cfg.rollout_samples) or cfg.rollout_samples < 1:
+        raise ConfigError("rollout_samples", "must be a whole number ≥ 1 (boards per matchup)", cfg.rollout_samples)
+    if not _is_int(cfg.rollout_seed) or cfg.rollout_seed < 0:
+        raise ConfigError("rollout_seed", "must be a whole number ≥ 0", cfg.rollout_seed)
+    for i, ex in enumerate(cfg.examples):
+        if not 2 <= len(ex) <= 9 or not all(_is_number(x) and x > 0 for x in ex):
+            raise ConfigError(f"examples[{i}]", "must list 2 to 9 positive stack sizes", list(ex))
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # Small 5-player game: every layer and analysis in minutes on 2 cores.
+    "quick": dict(players=5, units=20, payouts=(50, 30, 20), gamma=1e-3,
+                  rollout_pairs="exact", rollout_triples="sampled", rollout_samples=2000),
+    # Ganzfried & Sandholm 2008: 3 players, 13,500 chips at 300/600.
+    "gs08": dict(players=3, units=45, payouts=(50, 30, 20), gamma=1e-4),
+    # The 2015 thesis game.
+    "thesis": dict(players=5, units=45, payouts=(50, 30, 20), gamma=1e-4),
+}
+
+
+def equal_start(players: int, units: int) -> tuple[int, ...]:
+    """Equal stacks, the remainder spread from the first position on (9,9,9,9,9 for 5×45)."""
+    base, extra = divmod(units, players)
+    return tuple(base + (1 if i < extra else 0) for i in range(players))
+
+
+def make_config(**values: Any) -> GameConfig:
+    """Build a validated config from loose values (lists, ints from TOML/CLI) with defaults filled."""
+    known = {f.name for f in fields(GameConfig)}
+    for key in values:
+        if key not in known:
+            raise ConfigError(key, f"is not a config field (known: {', '.join(sorted(known))})")
+    v = dict(values)
+    if "payouts" in v:
+        v["payouts"] = _as_tuple("payouts", v["payouts"])
+    if "examples" in v:
+        if not isinstance(v["examples"], (list, tuple)):
+            raise ConfigError("examples", "must be a list of stack lists", v["examples"])
+        v["examples"] = tuple(_as_tuple(f"examples[{i}]", e) for i, e in enumerate(v["examples"]))
+    if v.get("start") in (None, (), []):
+        players, units = v.get("players", GameConfig.players), v.get("units", GameConfig.units)
+        if not (_is_int(players) and _is_int(units) and 1 <= players <= units):
+            # let the field checks report the real problem
+            v["start"] = (1,) * (players if _is_int(players) and players > 0 else 1)
+        else:
+            v["start"] = equal_start(players, units)
+    else:
+        v["start"] = _as_tuple("start", v["start"])
+    return GameConfig(**v)
+
+
+def _as_tuple(name: str, value: Any) -> tuple:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ConfigError(name, "must be a list of numbers", value)
+    return tuple(value)
+
+
+def profile(name: str, **overrides: Any) -> GameConfig:
+    """A named profile ('quick', 'gs08', 'thesis'), optionally with fields overridden."""
+    if name not in PROFILES:
+        raise ConfigError("profile", f"unknown profile; choose one of {', '.join(PROFILES)} or give a config file", name)
+    values = {**PROFILES[name], "name": name, **overrides}
+    return make_config(**values)
+
+
+def load_config(path: str | Path) -> GameConfig:
+    """Read a TOML game config. A ``profile = "…"`` key starts from that profile."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError("config", "file not found", str(p))
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config", f"is not valid TOML: {exc}", str(p)) from None
+    base = data.pop("profile", None)
+    data.setdefault("name", p.stem.lower().replace(" ", "-"))
+    return profile(base, **data) if base else make_config(**data)
+
+
+def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
+    """Copy of ``cfg`` with the given (non-None) fields replaced and re-validated.
+
+    Changing ``players`` or ``units`` without a new ``start`` resets the start to equal stacks.
+    """
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    if not clean:
+        return cfg
+    values = {**cfg.to_dict(), **clean}
+    if "name" not in clean:
+        digest = hashlib.sha1(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()[:6]
+        values["name"] = f"{cfg.name}-{digest}"
+    if ("players" in clean or "units" in clean) and "start" not in clean:
+        values["start"] = None
+    return make_config(**values)
+
+
+def position_names(players: int) -> tuple[str, ...]:
+    """Position names in acting order (SPEC §2): heads-up SB, BB; otherwise … BU, SB, BB."""
+    if players == 2:
+        return ("SB", "BB")
+    names = ("UTG", "MP", "HJ", "CO", "BU", "SB", "BB")
+    if not 2 <= players <= len(names):
+        raise ConfigError("players", f"positions are named for 2 to {len(names)} players", players)
+    return names[-players:]

@@ -1,0 +1,263 @@
+"""`jamfold` — the command line of the tournament equity lab.
+
+Human-readable output by default, ``--json`` for machines. User errors print one line naming the
+argument and the rule and exit with status 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.config import ConfigError
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad user input: ``str(exc)`` names the argument and the rule."""
+
+
+def _fail(message: str) -> None:
+    print(f"jamfold: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+# ---------------------------------------------------------------- equity
+def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False) -> list[float]:
+    out = []
+    for v in values:
+        try:
+            x = float(v)
+        except ValueError:
+            raise UsageError(f"{name}: {v!r} is not a number") from None
+        if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+            raise UsageError(f"{name}: every value must be a finite number {'≥' if allow_zero else '>'} 0 (got {v})")
+        out.append(x)
+    return out
+
+
+def cmd_equity(args: argparse.Namespace) -> None:
+    from engine import equity_models
+
+    limit = 9 if args.model == "roberts" else 20
+    stacks = _positive_numbers("--stacks", args.stacks)
+    if not 2 <= len(stacks) <= limit:
+        raise UsageError(f"--stacks: the {args.model} model takes 2 to {limit} stacks (got {len(stacks)})")
+    payouts = _positive_numbers("--payouts", args.payouts, allow_zero=True)
+    if any(payouts[i] < payouts[i + 1] for i in range(len(payouts) - 1)):
+        raise UsageError(f"--payouts: must be non-increasing (got {' '.join(args.payouts)})")
+    if len(payouts) > len(stacks):
+        raise UsageError(f"--payouts: pays {len(payouts)} places but there are only {len(stacks)} players")
+    P = equity_models.finishing_matrix(args.model, stacks)
+    v = equity_models.payoffs(P, payouts)
+    if args.json:
+        print(json.dumps({"model": args.model, "stacks": stacks, "payouts": payouts,
+                          "finishing": P.tolist(), "payoffs": v.tolist()}))
+        return
+    n = len(stacks)
+    print(f"{args.model} finishing matrix (rows = players, columns = places), payouts {', '.join(f'{p:g}' for p in payouts)}")
+    print(f"{'player':>6} {'stack':>8} " + " ".join(f"{'P' + str(k + 1):>7}" for k in range(n)) + f" {'payoff $':>9}")
+    for i in range(n):
+        print(f"{i + 1:>6} {stacks[i]:>8g} " + " ".join(f"{P[i, k]:7.4f}" for k in range(n)) + f" {v[i]:9.4f}")
+
+
+# ---------------------------------------------------------------- showdown
+def cmd_showdown(args: argparse.Namespace) -> None:
+    from engine import rollout
+    from engine.cards import class_label, parse_class
+
+    if not 2 <= len(args.hands) <= 3:
+        raise UsageError(f"hands: give 2 or 3 hand classes (got {len(args.hands)})")
+    try:
+        ids = [parse_class(h) for h in args.hands]
+    except ValueError as exc:
+        raise UsageError(f"hands: {exc}") from None
+    labels = [class_label(i) for i in ids]
+    t0 = time.perf_counter()
+    if len(ids) == 2:
+        weight, p = rollout.pair_matchup(*ids)
+        if weight == 0:
+            raise UsageError(f"hands: {' '.join(labels)} cannot be dealt together (not enough cards of a rank)")
+        if args.json:
+            print(json.dumps({"hands": labels, "weight": int(weight), "p_first_wins": float(p)}))
+            return
+        print(f"{labels[0]} vs {labels[1]}: exact over every deal and all C(48,5) boards, ties split evenly")
+        print(f"  deal weight          {weight:,} ordered card-disjoint combo pairs")
+        print(f"  P({labels[0]} wins) {'':<{max(0, 8 - len(labels[0]))}}{p:.6f}")
+        print(f"  P({labels[1]} wins) {'':<{max(0, 8 - len(labels[1]))}}{1 - p:.6f}")
+    else:
+        weight, p = rollout.triple_matchup(*ids)
+        if weight == 0:
+            raise UsageError(f"hands: {' '.join(labels)} cannot be dealt together (not enough cards of a rank)")
+        if args.json:
+            print(json.dumps({"hands": labels, "weight": int(weight), "orders": list(rollout.ORDERS),
+                              "p": [float(x) for x in p]}))
+            return
+        letters = dict(zip("abc", labels))
+        print(f"{' vs '.join(labels)}: exact over every deal and all C(46,5) boards, ties broken at random")
+        print(f"  deal weight {weight:,} ordered card-disjoint combo triples")
+        for order, prob in zip(rollout.ORDERS, p):
+            print(f"  {order}  {' > '.join(letters[c] for c in order):<18} {prob:.6f}")
+        best = [p[0] + p[1], p[2] + p[3], p[4] + p[5]]
+        print("  P(best): " + ", ".join(f"{lab} {b:.6f}" for lab, b in zip(labels, best)))
+    if not args.json:
+        print(f"  ({time.perf_counter() - t0:.2f} s)")
+
+
+# ---------------------------------------------------------------- rollout
+def cmd_rollout(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    from assets.rollout import write_pair_table, write_triple_table
+    from engine import rollout
+    from warehouse import db
+
+    if args.exact == (args.samples is not None):
+        raise UsageError("rollout: give exactly one of --exact or --samples N")
+    if args.samples is not None and args.samples < 1:
+        raise UsageError(f"--samples: must be a whole number ≥ 1 (got {args.samples})")
+    if args.seed < 0:
+        raise UsageError(f"--seed: must be ≥ 0 (got {args.seed})")
+    mode = "exact" if args.exact else "sampled"
+    rollout_id = "exact" if args.exact else f"sampled-{args.samples}-seed{args.seed}"
+    kinds = ["pairs", "triples"] if args.kind == "all" else [args.kind]
+    db.connect(args.warehouse).close()  # fail now, not after an hour, if the warehouse is locked
+    for kind in kinds:
+        bar = tqdm(total=1, desc=f"{kind} table ({rollout_id})", unit="matchup", unit_scale=True, file=sys.stderr)
+
+        def progress(done: int, total: int, bar=bar) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        if kind == "pairs":
+            table = rollout.build_pair_table(mode, samples=args.samples, seed=args.seed, progress=progress)
+        else:
+            from assets.resources import cache_dir
+            table = rollout.build_triple_table(mode, samples=args.samples, seed=args.seed, progress=progress,
+                                               checkpoint_dir=str(cache_dir("rollout", rollout_id)) if args.exact else None)
+        bar.close()
+        with db.session(args.warehouse) as con:
+            (write_pair_table if kind == "pairs" else write_triple_table)(con, rollout_id, table)
+        print(f"{kind}: {len(table.a):,} rows, mode {table.mode}, precision {table.precision:.2e}, "
+              f"{table.wall_s:.1f} s → {db.warehouse_path() if args.warehouse is None else args.warehouse} (rollout '{rollout_id}')")
+
+
+# ---------------------------------------------------------------- build
+def cmd_build(args: argparse.Namespace) -> None:
+    cfg = _config_from_args(args)
+    repo = Path(__file__).resolve().parent.parent
+    os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    import dagster as dg
+
+    from assets.definitions import ALL_ASSETS
+    from assets.resources import GameResource, WarehouseResource
+    from warehouse import db
+
+    db.connect(args.warehouse).close()
+    cfg_file = ""
+    if args.config or _has_overrides(args):
+        cfg_file = str(_write_config(cfg, repo))
+    resources = {"game": GameResource(profile=args.profile, config_file=cfg_file),
+                 "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
+    print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
+    t0 = time.perf_counter()
+    result = dg.materialize(ALL_ASSETS, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,
+                            tags={"game": cfg.name})
+    if not result.success:
+        print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
+        raise SystemExit(1)
+    print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {repo / 'build' / 'site' / 'index.html'}")
+
+
+def _has_overrides(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k, None) is not None for k in _OVERRIDES)
+
+
+_OVERRIDES = ("players", "units", "payouts", "gamma", "start")
+
+
+def _config_from_args(args: argparse.Namespace):
+    from engine.config import load_config, profile, with_overrides
+
+    cfg = load_config(args.config) if args.config else profile(args.profile)
+    return with_overrides(cfg, **{k: getattr(args, k) for k in _OVERRIDES})
+
+
+def _write_config(cfg, repo: Path) -> Path:
+    """Persist an ad-hoc config so Dagster (and a later `dagster dev`) can reload exactly it."""
+    path = repo / ".dagster_home" / "configs" / f"{cfg.name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for k, v in cfg.to_dict().items():
+        lines.append(f"{k} = {json.dumps(v)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jamfold", description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    e = sub.add_parser("equity", help="finishing matrix and payoffs of an equity model")
+    e.add_argument("--model", required=True, choices=("harville", "weitzman", "roberts"))
+    e.add_argument("--stacks", required=True, nargs="+", metavar="CHIPS", help="stacks, any positive numbers")
+    e.add_argument("--payouts", required=True, nargs="+", metavar="USD", help="prizes for 1st, 2nd, … (non-increasing)")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_equity)
+
+    s = sub.add_parser("showdown", help="exact all-in probabilities of 2 or 3 hand classes (e.g. AA KK QQ, AKs 72o)")
+    s.add_argument("hands", nargs="+", metavar="HAND")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_showdown)
+
+    r = sub.add_parser("rollout", help="build the pair and triple tables into the warehouse, with a progress bar")
+    r.add_argument("--exact", action="store_true", help="enumerate every board (triples take about an hour on 2 cores)")
+    r.add_argument("--samples", type=int, metavar="N", help="boards per matchup, sampled")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--kind", choices=("pairs", "triples", "all"), default="all")
+    r.add_argument("--warehouse", default=None, help="DuckDB file (default warehouse/lab.duckdb)")
+    r.set_defaults(func=cmd_rollout)
+
+    b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
+    g = b.add_mutually_exclusive_group()
+    g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
+    g.add_argument("--config", help="TOML game config file")
+    b.add_argument("--players", type=int)
+    b.add_argument("--units", type=int)
+    b.add_argument("--payouts", type=float, nargs="+")
+    b.add_argument("--gamma", type=float)
+    b.add_argument("--start", type=int, nargs="+")
+    b.add_argument("--warehouse", default=None)
+    b.set_defaults(func=cmd_build)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (UsageError, ConfigError) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        print("jamfold: interrupted; finished work is kept", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as exc:  # friendly one-liners for environment problems
+        from warehouse.db import WarehouseBusy
+        if isinstance(exc, WarehouseBusy):
+            print(f"jamfold: error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
+        raise
+
+
+if __name__ == "__main__":
+    main()

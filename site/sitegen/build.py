@@ -1,0 +1,68 @@
+"""Build the static results site for one game from the warehouse: pages → build/docs, mkdocs → build/site."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from sitegen import pages
+from sitegen.embed import write_assets
+from warehouse import db
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PAGES = {
+    "index.md": pages.home_page,
+    "showdown.md": pages.showdown_page,
+    "equity-models.md": pages.equity_models_page,
+    "warehouse.md": pages.warehouse_page,
+}
+
+
+def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) -> list[Path]:
+    """Render every page of ``game`` from the warehouse (read-only) into ``docs_dir``."""
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    write_assets(docs_dir)
+    written = []
+    with db.session(warehouse, read_only=True) as con:
+        for name, render in PAGES.items():
+            path = docs_dir / name
+            tmp = path.with_suffix(".md.tmp")
+            tmp.write_text(render(con, game))
+            os.replace(tmp, path)
+            written.append(path)
+    return written
+
+
+def build_site(game: str, warehouse: str | Path | None = None, out: Path | None = None) -> Path:
+    """Pages + mkdocs build; the finished site replaces ``out/site`` only once it is complete."""
+    out = out or REPO_ROOT / "build"
+    write_pages(game, out / "docs", warehouse)
+    fresh, final, old = out / "site.new", out / "site", out / "site.old"
+    shutil.rmtree(fresh, ignore_errors=True)
+    env = {**os.environ, "JAMFOLD_DOCS_DIR": str(out / "docs")}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(REPO_ROOT / "mkdocs.yml"),
+                           "--site-dir", str(fresh)], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    fresh.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--game", default="quick")
+    parser.add_argument("--warehouse", default=None)
+    args = parser.parse_args(argv)
+    print(build_site(args.game, args.warehouse))
+
+
+if __name__ == "__main__":
+    main()

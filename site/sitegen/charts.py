@@ -1,0 +1,94 @@
+"""Altair chart builders. Each takes a DataFrame read from the warehouse and returns an Altair chart.
+
+Charts are embedded in pages as Vega-Lite specs with inline data and rendered in the browser by a
+local copy of vega-embed (no network needed); see :mod:`sitegen.embed`.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+MODEL_COLORS = {"harville": "#1f77b4", "weitzman": "#ff7f0e", "roberts": "#2ca02c",
+                "proportional": "#7f7f7f", "equilibrium": "#d62728"}
+
+
+def model_color_scale(models: list[str]) -> alt.Scale:
+    return alt.Scale(domain=models, range=[MODEL_COLORS.get(m, "#9467bd") for m in models])
+
+
+def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> alt.Chart:
+    """169×169 heat map: cell (row hand, column hand) = P(row hand beats column hand) heads-up.
+
+    ``df`` columns: hand, versus, p_win.
+    """
+    return (
+        alt.Chart(df, title="Heads-up all-in equity of the row hand against the column hand")
+        .mark_rect()
+        .encode(
+            x=alt.X("versus:N", sort=labels_in_grid_order, title="opponent's hand class (grid order AA, AKs, … 22)",
+                    axis=alt.Axis(labelFontSize=5, labelAngle=-90)),
+            y=alt.Y("hand:N", sort=labels_in_grid_order, title="hand class",
+                    axis=alt.Axis(labelFontSize=5)),
+            color=alt.Color("p_win:Q", title="P(win)", scale=alt.Scale(scheme="redblue", domain=[0, 1], domainMid=0.5)),
+            tooltip=[alt.Tooltip("hand:N", title="hand"), alt.Tooltip("versus:N", title="versus"),
+                     alt.Tooltip("p_win:Q", title="P(hand wins)", format=".4f")],
+        )
+        .properties(width=640, height=640)
+    )
+
+
+def hand_strength_grid(df: pd.DataFrame, value: str, title: str, legend: str) -> alt.Chart:
+    """13×13 grid (rows/columns A…2) of one value per class; ``df`` has grid_row, grid_col, label, value."""
+    ranks = list("AKQJT98765432")
+    base = alt.Chart(df, title=title).encode(
+        x=alt.X("col_rank:N", sort=ranks, title="second rank (suited above the diagonal)"),
+        y=alt.Y("row_rank:N", sort=ranks, title="first rank (offsuit below the diagonal)"),
+    ).transform_calculate(
+        col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
+    rect = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", title=legend, scale=alt.Scale(scheme="redblue", domain=[0, 1], domainMid=0.5)),
+        tooltip=[alt.Tooltip("label:N", title="hand"), alt.Tooltip(f"{value}:Q", title=legend, format=".4f")])
+    text = base.mark_text(fontSize=9).encode(text="label:N")
+    return (rect + text).properties(width=420, height=420)
+
+
+def payoff_vs_stack(df: pd.DataFrame, units: int, prize_pool: float) -> alt.Chart:
+    """Mean payoff ($) by stack (units) per model, with the chip-proportional line stack/units × pool.
+
+    ``df`` columns: model, stack, payoff (already averaged over states and positions).
+    """
+    prop = pd.DataFrame({"stack": sorted(df["stack"].unique())})
+    prop["payoff"] = prop["stack"] / units * prize_pool
+    prop["model"] = "proportional"
+    data = pd.concat([df[["model", "stack", "payoff"]], prop], ignore_index=True)
+    models = [m for m in ("harville", "weitzman", "roberts", "proportional") if m in set(data["model"])]
+    return (
+        alt.Chart(data, title="Mean payoff by stack size")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("stack:Q", title="stack (small-blind units)"),
+            y=alt.Y("payoff:Q", title="mean expected prize ($)"),
+            color=alt.Color("model:N", title="model", scale=model_color_scale(models)),
+            strokeDash=alt.condition(alt.datum.model == "proportional", alt.value([4, 4]), alt.value([1, 0])),
+            tooltip=["model:N", alt.Tooltip("stack:Q", title="stack (units)"),
+                     alt.Tooltip("payoff:Q", title="payoff ($)", format=".3f")],
+        )
+        .properties(width=640, height=360)
+    )
+
+
+def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
+    """Stacked bars: each player's finishing distribution under each model. ``df``: model, player_label, place, probability."""
+    return (
+        alt.Chart(df, title="Finishing probabilities on the example stacks")
+        .mark_bar()
+        .encode(
+            x=alt.X("probability:Q", title="probability", stack="zero", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("player_label:N", title="player (stack)", sort=None),
+            color=alt.Color("place:O", title="place", scale=alt.Scale(scheme="viridis")),
+            row=alt.Row("model:N", title="model"),
+            tooltip=["model:N", "player_label:N", "place:O", alt.Tooltip("probability:Q", format=".4f")],
+        )
+        .properties(width=520, height=110)
+    )

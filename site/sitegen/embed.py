@@ -1,0 +1,53 @@
+"""Embedding Altair charts in mkdocs pages so they render offline.
+
+Each chart becomes a ``<div class="vchart">`` followed by a JSON script block with its Vega-Lite
+spec (data inline). ``assets/charts.js`` renders every such block with vega-embed, which ships in
+``assets/vega-bundle.js`` (made by vl-convert: Vega, Vega-Lite and vega-embed in one classic
+script, so pages also work when opened from disk).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import altair as alt
+import vl_convert as vlc
+
+CHARTS_JS = """\
+// Render every Vega-Lite block on the page (also after Material's instant navigation).
+function renderVegaCharts() {
+  document.querySelectorAll('script[type="application/vnd.vegalite+json"]').forEach(function (el) {
+    if (el.dataset.done) return;
+    el.dataset.done = "1";
+    var target = document.getElementById(el.dataset.target);
+    vegaEmbed(target, JSON.parse(el.textContent), {renderer: "svg", actions: {export: true, source: false, compiled: false, editor: false}})
+      .then(function () { target.setAttribute("data-rendered", "ok"); })
+      .catch(function (err) { target.setAttribute("data-rendered", "error"); target.textContent = "Chart failed to render: " + err; });
+  });
+}
+if (typeof document$ !== "undefined") { document$.subscribe(renderVegaCharts); }
+else { document.addEventListener("DOMContentLoaded", renderVegaCharts); }
+"""
+
+
+def write_assets(docs_dir: Path) -> None:
+    """Write the vega bundle and the chart renderer into ``docs_dir/assets``."""
+    target = docs_dir / "assets"
+    target.mkdir(parents=True, exist_ok=True)
+    bundle = target / "vega-bundle.js"
+    if not bundle.exists():
+        bundle.write_text(vlc.javascript_bundle())
+    (target / "charts.js").write_text(CHARTS_JS)
+
+
+def chart_html(chart: alt.TopLevelMixin, chart_id: str, caption: str = "") -> str:
+    """Markdown-safe HTML block for one chart (a blank line before and after)."""
+    if not re.fullmatch(r"[a-z0-9-]+", chart_id):
+        raise ValueError(f"chart id must be lowercase letters, digits and '-': {chart_id!r}")
+    spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
+    cap = f'<p class="chart-caption">{caption}</p>' if caption else ""
+    return (f'\n<div class="vchart" id="chart-{chart_id}"></div>\n'
+            f'<script type="application/vnd.vegalite+json" data-target="chart-{chart_id}">{spec}</script>\n'
+            f"{cap}\n")

@@ -1,0 +1,277 @@
+"""Page builders: each reads warehouse tables for one game and returns a markdown page.
+
+Every number on a page comes from a table or view listed on the Warehouse page, and each page
+ends with the SQL that reproduces what it shows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+
+from sitegen import charts
+from sitegen.embed import chart_html
+from warehouse.db import frame_markdown
+from warehouse.schema import TABLES
+
+NOTABLE_PAIRS = [("AA", "KK"), ("KK", "AKs"), ("QQ", "AKo"), ("AKo", "22"), ("AKs", "JTs"), ("JJ", "AQs"),
+                 ("KQo", "AJs"), ("A5s", "KQo"), ("72o", "AA"), ("T9s", "AKo"), ("22", "32o"), ("AKs", "AKo")]
+NOTABLE_TRIPLES = [("AA", "KK", "QQ"), ("AKs", "QQ", "JTs"), ("22", "AKo", "KQs"), ("A5s", "K9o", "76s")]
+
+
+def query_block(sql: str) -> str:
+    return "\n```sql\n" + sql.strip() + "\n```\n"
+
+
+def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
+    row = con.execute("SELECT config_json FROM games WHERE game = ?", [game]).fetchone()
+    if row is None:
+        raise LookupError(f"game {game!r} is not in the warehouse: materialize its assets first")
+    return json.loads(row[0])
+
+
+def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    builds = con.execute("""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s, built_at
+                            FROM rollout_tables WHERE rollout IN (?, ?) ORDER BY kind""",
+                         [_rollout_id(cfg, "pairs"), _rollout_id(cfg, "triples")]).df()
+    params = pd.DataFrame([
+        ("players", cfg["players"]), ("units (SB = 1, BB = 2)", cfg["units"]),
+        ("payouts ($)", ", ".join(f"{p:g}" for p in cfg["payouts"])), ("gamma ($ per hand)", cfg["gamma"]),
+        ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
+        ("pair table", _rollout_id(cfg, "pairs")), ("triple table", _rollout_id(cfg, "triples"))],
+        columns=["parameter", "value"])
+    return f"""# The open tournament equity lab
+
+This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
+players: it builds exact all-in showdown tables for the 169 preflop hand classes, evaluates the
+popular tournament *equity models* (ICM / Malmuth-Harville, Malmuth-Weitzman, Roberts) and, as the
+pipeline grows, solves the whole tournament to a near-exact Nash equilibrium to measure how wrong
+those models are.
+
+Every number on these pages is a row of a table or view in the DuckDB warehouse; the
+[Warehouse](warehouse.md) page lists them all, and each page ends with the SQL behind it.
+
+## This build: game `{game}`
+
+{frame_markdown(params)}
+
+### Showdown tables used
+
+{frame_markdown(builds) if len(builds) else "_not built yet_"}
+
+Exact tables enumerate every board for every deal (suit symmetry and board grouping make that
+fast); sampled tables draw a stated number of boards per matchup with a fixed seed, and
+`precision` is the largest standard error of any probability in the table.
+
+## Reproduce it
+
+```bash
+git clone <this repository> && cd <it>
+./lab build            # sets up the environment from uv.lock, materializes the assets, builds this site
+./lab test             # runs the test suite
+./lab dagster          # opens the Dagster UI on the same assets and warehouse
+```
+
+`./lab build --profile gs08` or `--config my-game.toml` build other games. The warehouse is
+`warehouse/lab.duckdb`; open it with `duckdb warehouse/lab.duckdb` or `duckdb.connect(...)`.
+
+## Pages
+
+- [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
+- [Equity models](equity-models.md) — the three models on the thesis example and across the game's states.
+- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
+"""
+
+
+def _rollout_id(cfg: dict, kind: str) -> str:
+    mode = cfg["rollout_pairs"] if kind == "pairs" else cfg["rollout_triples"]
+    return "exact" if mode == "exact" else f"sampled-{cfg['rollout_samples']}-seed{cfg['rollout_seed']}"
+
+
+def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    pairs_id, triples_id = _rollout_id(cfg, "pairs"), _rollout_id(cfg, "triples")
+    labels = [r[0] for r in con.execute("SELECT label FROM hand_classes ORDER BY class_id").fetchall()]
+    grid = con.execute("SELECT hand, versus, round(p_win, 5) AS p_win FROM pair_equities WHERE rollout = ?", [pairs_id]).df()
+    build = con.execute("SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables "
+                        "WHERE rollout = ? AND kind = 'pairs'", [pairs_id]).df()
+    notable = con.execute(
+        """SELECT hand, versus, round(p_win, 4) AS p_win, round(1 - p_win, 4) AS p_versus, weight AS deals
+           FROM pair_equities WHERE rollout = ? AND (hand, versus) IN (SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))""",
+        [pairs_id, [a for a, _ in NOTABLE_PAIRS], [b for _, b in NOTABLE_PAIRS]]).df()
+    order = {p: i for i, p in enumerate(NOTABLE_PAIRS)}
+    notable = notable.iloc[sorted(range(len(notable)), key=lambda i: order[(notable.hand.iat[i], notable.versus.iat[i])])]
+    vs_random = con.execute(
+        """SELECT h.grid_row, h.grid_col, h.label, sum(p.weight * p.p_win) / sum(p.weight) AS p_vs_random
+           FROM pair_equities p JOIN hand_classes h ON h.class_id = p.x WHERE p.rollout = ? GROUP BY ALL""",
+        [pairs_id]).df()
+    triples = _notable_triples(con, triples_id)
+    heat = charts.pair_equity_heatmap(grid, labels)
+    strength = charts.hand_strength_grid(vs_random, "p_vs_random", "Heads-up equity against a random hand",
+                                         "P(win) vs random")
+    return f"""# Showdown tables
+
+All-in probabilities for every matchup of hand classes, after random tie-breaking (a tie is a coin
+flip, so every showdown ends in a strict order). The tournament solver reads these tables; they
+are built once per rollout id and shared by every game.
+
+**Pair table `{pairs_id}`:**
+
+{frame_markdown(build)}
+
+## Heads-up equity of every class against every class
+
+Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hover for values.
+{chart_html(heat, "pair-heatmap", "Cell (row, column) = probability that the row hand beats the column hand.")}
+
+## Notable matchups
+
+{frame_markdown(notable)}
+
+`deals` counts the ordered, card-disjoint combo pairs of the multiset {{hand, versus}} — the weight
+of the matchup when both classes are dealt.
+
+## Equity against a random hand
+
+{chart_html(strength, "vs-random", "Deal-weighted mean of the row above over all opponent classes.")}
+
+## Three-way all-ins (triple table `{triples_id}`)
+
+{frame_markdown(triples) if len(triples) else "_triple table not built_"}
+
+`P(x best)` sums the finishing orders in which that hand is best. The table stores the six strict
+orders of each class multiset a ≤ b ≤ c.
+
+## Query it
+
+{query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
+{query_block(f'''SELECT t.*, ha.label, hb.label, hc.label FROM rollout_triples t
+JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b JOIN hand_classes hc ON hc.class_id = t.c
+WHERE t.rollout = '{triples_id}' AND (ha.label, hb.label, hc.label) = ('AA', 'KK', 'QQ')''')}
+"""
+
+
+def _notable_triples(con: duckdb.DuckDBPyConnection, rollout_id: str) -> pd.DataFrame:
+    ids = {r[1]: r[0] for r in con.execute("SELECT class_id, label FROM hand_classes").fetchall()}
+    rows = []
+    for hands in NOTABLE_TRIPLES:
+        cls = sorted((ids[h], h) for h in hands)
+        rec = con.execute("SELECT weight, p_abc, p_acb, p_bac, p_bca, p_cab, p_cba FROM rollout_triples "
+                          "WHERE rollout = ? AND a = ? AND b = ? AND c = ?", [rollout_id, *[c for c, _ in cls]]).fetchone()
+        if rec is None:
+            continue
+        w, *p = rec
+        lab = [h for _, h in cls]
+        best = [p[0] + p[1], p[2] + p[3], p[4] + p[5]]  # a best: abc, acb; b best: bac, bca; c best: cab, cba
+        rows.append({"a, b, c": ", ".join(lab), "deals": w, "P(a best)": round(best[0], 4), "P(b best)": round(best[1], 4),
+                     "P(c best)": round(best[2], 4), "P(a, b, c in that order)": round(p[0], 4)})
+    return pd.DataFrame(rows)
+
+
+def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    ex = con.execute("SELECT * FROM model_examples WHERE game = ? AND example = 0 ORDER BY model, player, place", [game]).df()
+    models = ["harville", "weitzman", "roberts"]
+    blocks = []
+    for m in models:
+        sub = ex[ex.model == m]
+        if sub.empty:
+            continue
+        wide = sub.pivot_table(index=["player", "stack", "payoff"], columns="place", values="probability").reset_index()
+        wide.columns = ["player", "stack", "payoff ($)", *[f"P(place {c})" for c in wide.columns[3:]]]
+        wide["player"] = wide["player"] + 1
+        blocks.append(f"### {m.capitalize()}\n\n{frame_markdown(wide.round(4), digits=4)}\n")
+    bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d.stack.map("{:g}".format) + ")")
+    by_stack = con.execute(
+        """SELECT model, stack, avg(payoff) AS payoff FROM model_payoffs WHERE game = ? AND players = ?
+           GROUP BY ALL ORDER BY model, stack""", [game, cfg["players"]]).df()
+    stacks_str = ", ".join(f"{s:g}" for s in cfg["examples"][0])
+    prizes = ", ".join(f"{p:g}" for p in cfg["payouts"])
+    return f"""# Equity models
+
+An equity model turns a stack vector into a **finishing matrix** P (players × places) and payoffs
+v = P·R for the prize vector R. All three give P(player i wins) = x_i / Σx; they differ in the lower
+places:
+
+- **Malmuth-Harville (ICM)** — places are handed out top down, each to a remaining player with
+  probability proportional to his stack. Computed over subsets of placed players, O(n·2ⁿ).
+- **Malmuth-Weitzman** — the next player *eliminated* is chosen with probability ∝ 1/x_i and his
+  chips are split evenly among the survivors. Computed over subsets of eliminated players.
+- **Roberts** — the next player eliminated is chosen with probability ∝ (1/x_i²)·Σ_(j≠i) 1/x_j and his chips
+  go to the survivors in proportion to 1/x_j. Computed over elimination orders.
+
+## The thesis example: stacks {stacks_str}, prizes {prizes}
+
+{chr(10).join(blocks)}
+{chart_html(charts.example_finishing_bars(bars), "example-bars")}
+
+## Payoff against stack across the game
+
+Mean payoff of a stack of each size over all {cfg['players']}-player states of game `{game}` (every state
+and position counted once), with the chip-proportional payoff stack / {cfg['units']} × {sum(cfg['payouts']):g} $ for
+reference. The example stacks and the game are set in the game config (`examples`, `units`, `payouts`).
+{chart_html(charts.payoff_vs_stack(by_stack, cfg['units'], float(sum(cfg['payouts']))), "payoff-vs-stack")}
+
+## Query it
+
+{query_block(f"SELECT model, player, stack, place, probability, payoff FROM model_examples WHERE game = '{game}' AND example = 0 ORDER BY model, player, place")}
+{query_block(f'''SELECT s.stacks, p.model, p.position, p.payoff
+FROM model_payoffs p JOIN states s USING (game, players, state_id)
+WHERE p.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] ORDER BY p.model, p.position''')}
+"""
+
+
+EXAMPLE_QUERIES = [
+    ("Heads-up equity of AKs against every pair",
+     "SELECT versus, round(p_win, 4) AS p_win FROM pair_equities\nWHERE rollout = 'exact' AND hand = 'AKs' AND versus IN "
+     "(SELECT label FROM hand_classes WHERE kind = 'pair')\nORDER BY p_win;"),
+    ("Who wins AA vs KK vs QQ, and how often each finishing order happens",
+     "SELECT * FROM rollout_triples\nWHERE rollout = 'exact' AND (a, b, c) = (0, 14, 28);  -- AA = 0, KK = 14, QQ = 28 (see hand_classes)"),
+    ("ICM payoffs next to Weitzman and Roberts for the start state",
+     "SELECT p.position, s.positions[p.position + 1] AS seat, p.model, round(p.payoff, 3) AS payoff\n"
+     "FROM model_payoffs p JOIN states s USING (game, players, state_id)\n"
+     "WHERE p.game = 'quick' AND s.stacks = [4, 4, 4, 4, 4]\nORDER BY p.position, p.model;"),
+]
+
+
+def warehouse_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    parts = ["""# Warehouse
+
+All results live in one DuckDB file, `warehouse/lab.duckdb` (override with `JAMFOLD_WAREHOUSE`).
+Open it read-only while nothing is building:
+
+```bash
+duckdb -readonly warehouse/lab.duckdb
+```
+
+```python
+import duckdb
+con = duckdb.connect("warehouse/lab.duckdb", read_only=True)
+con.sql("SELECT * FROM games").show()
+```
+
+Tables keyed by `game` hold one game config each (see `games`); the showdown tables are keyed by
+`rollout` and shared by the games that use them. Units: stacks in small-blind units (SB = 1,
+BB = 2), prizes and payoffs in $, probabilities in [0, 1].
+
+## Example queries
+"""]
+    for title, sql in EXAMPLE_QUERIES:
+        parts.append(f"**{title}**\n{query_block(sql)}")
+    counts = {}
+    for name, t in TABLES.items():
+        try:
+            counts[name] = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+        except duckdb.Error:
+            counts[name] = None
+    parts.append("## Tables and views\n")
+    for name, t in TABLES.items():
+        kind = "view" if t.kind == "view" else "table"
+        rows = f"{counts[name]:,} rows" if counts[name] is not None else "not built"
+        cols = pd.DataFrame([(c.name, c.type, c.description) for c in t.columns], columns=["column", "type", "meaning"])
+        key = f" Rows are replaced per `{', '.join(t.key)}`." if t.key else ""
+        parts.append(f"### `{name}` ({kind}, {rows})\n\n{t.description}{key}\n\n{frame_markdown(cols)}\n")
+    return "\n".join(parts)

@@ -1,0 +1,132 @@
+"""Opening the DuckDB warehouse and writing tables atomically.
+
+Rules this module enforces:
+
+* One writer at a time. DuckDB refuses a second process at once; we retry for a few seconds and
+  then raise :class:`WarehouseBusy` naming the process that holds the file, instead of hanging.
+* Atomic replacement. A materialization replaces the rows of its key (e.g. one game) inside a
+  single transaction: readers see the old rows or the new rows, never a half table, and a failure
+  or interrupt rolls back to the old rows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from warehouse.schema import TABLES, ordered_ddl
+
+DEFAULT_PATH = Path(__file__).resolve().parent / "lab.duckdb"
+
+
+class WarehouseBusy(RuntimeError):
+    """Another process holds the warehouse file."""
+
+
+def warehouse_path() -> Path:
+    """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo."""
+    return Path(os.environ.get("JAMFOLD_WAREHOUSE", DEFAULT_PATH))
+
+
+def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse (creating schema when writable), retrying a held lock for ``wait_s`` seconds."""
+    path = Path(path) if path is not None else warehouse_path()
+    if read_only and not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}: build it first (see README)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() >= deadline:
+                holder = re.search(r"held in (.*?)\(PID (\d+)\)", str(exc))
+                who = f"{holder.group(1).strip()} (PID {holder.group(2)})" if holder else "another process"
+                raise WarehouseBusy(
+                    f"the warehouse {path} is in use by {who}; close that program "
+                    f"(e.g. a duckdb shell or dagster dev run) and try again") from None
+            time.sleep(0.5)
+    if not read_only:
+        ensure_schema(con)
+    return con
+
+
+@contextmanager
+def session(path: str | Path | None = None, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``with session() as con:`` — a connection that is always closed."""
+    con = connect(path, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create missing tables and (re)create views."""
+    for stmt in ordered_ddl():
+        con.execute(stmt)
+
+
+def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
+                 key: Mapping[str, Any] | None = None, constants: Mapping[str, Any] | None = None) -> int:
+    """Atomically replace the rows of ``table`` matching ``key`` (all rows if no key) with ``frame``.
+
+    ``frame`` holds the table's columns (order is taken from the schema); columns in ``constants``
+    (and key columns the frame lacks) are filled with one value for every row, which keeps large
+    frames free of repeated strings. Returns the number of rows written.
+    """
+    spec = TABLES[table]
+    key = dict(key or {})
+    constants = {**{k: v for k, v in key.items() if k not in frame.columns}, **(constants or {})}
+    missing = set(spec.column_names) - set(frame.columns) - set(constants)
+    if missing:
+        raise ValueError(f"{table}: frame lacks columns {sorted(missing)}")
+    for k in [*key, *constants]:
+        if k not in spec.column_names:
+            raise ValueError(f"{table}: column {k!r} is not in the table")
+    data = frame[[c for c in spec.column_names if c not in constants]]
+    select = ", ".join("?" if c in constants else c for c in spec.column_names)
+    where = " AND ".join(f"{k} = ?" for k in key) or "TRUE"
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
+        con.register("_incoming", data)
+        con.execute(f"INSERT INTO {table} SELECT {select} FROM _incoming",
+                    [constants[c] for c in spec.column_names if c in constants])
+        con.unregister("_incoming")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return len(data)
+
+
+def frame_markdown(df: pd.DataFrame, digits: int = 6) -> str:
+    """Render a small frame as a GitHub markdown table (used for metadata previews and pages)."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.{digits}g}"
+        if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
+            return ", ".join(str(x) for x in (v.tolist() if hasattr(v, "tolist") else v))
+        return str(v)
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    rows = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def preview_markdown(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None, limit: int = 8) -> str:
+    """A small markdown table of a query's first rows, for asset metadata."""
+    df = con.execute(f"SELECT * FROM ({sql}) LIMIT {int(limit)}", params or []).df()
+    return frame_markdown(df)
