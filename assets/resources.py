@@ -40,6 +40,11 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def build_dir() -> Path:
+    """Where the site is generated and built: $JAMFOLD_BUILD_DIR or build/ in the repo."""
+    return Path(os.environ.get("JAMFOLD_BUILD_DIR", REPO_ROOT / "build"))
+
+
 def default_resources() -> dict[str, dg.ConfigurableResource]:
     """Resources as configured by the environment (JAMFOLD_PROFILE, JAMFOLD_CONFIG, JAMFOLD_WAREHOUSE)."""
     return {

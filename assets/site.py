@@ -6,7 +6,7 @@ import time
 import dagster as dg
 
 from assets.models import equity_model_tables, game_states
-from assets.resources import REPO_ROOT, GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, build_dir
 from assets.rollout import hand_classes, rollout_pairs, rollout_triples
 from sitegen.build import build_site
 
@@ -18,7 +18,7 @@ from sitegen.build import build_site
 def results_site(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
-    site = build_site(cfg.name, warehouse.path, REPO_ROOT / "build")
+    site = build_site(cfg.name, warehouse.path, build_dir())
     pages = sorted(p.name for p in site.glob("*.html"))
     context.log.info(f"site built in {site}")
     return dg.MaterializeResult(metadata={

@@ -180,11 +180,12 @@ def _as_tuple(name: str, value: Any) -> tuple:
     return tuple(value)
 
 
-def profile(name: str, **overrides: Any) -> GameConfig:
+def profile(profile_name: str, /, **overrides: Any) -> GameConfig:
     """A named profile ('quick', 'gs08', 'thesis'), optionally with fields overridden."""
-    if name not in PROFILES:
-        raise ConfigError("profile", f"unknown profile; choose one of {', '.join(PROFILES)} or give a config file", name)
-    values = {**PROFILES[name], "name": name, **overrides}
+    if profile_name not in PROFILES:
+        raise ConfigError("profile", f"unknown profile; choose one of {', '.join(PROFILES)} or give a config file",
+                          profile_name)
+    values = {**PROFILES[profile_name], "name": profile_name, **overrides}
     return make_config(**values)
 
 

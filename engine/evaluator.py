@@ -60,6 +60,7 @@ FLUSH_CHECK_ADD = 0x3333
 FLUSH_CHECK_MASK = 0x8888
 HASH_SHIFT = 11
 HASH_MASK = (1 << HASH_SHIFT) - 1
+HASH_WINDOW = 1000000
 
 CARD_KEY = np.array(
     [RANK_KEYS[c >> 2] + (1 << (SUIT_SHIFT + 4 * (c & 3))) for c in range(52)], dtype=np.int64
@@ -201,16 +202,32 @@ def _flush_codes():
 
 
 @njit(cache=True)
-def _build_perfect_hash(keys, shift):
-    """Row displacement: row = key >> shift, column = key & mask. Rows are placed densest first
-    at the smallest offset where none of their columns hits a used slot."""
+def _next_free(parent, i):
+    """First free slot ≥ i (union-find over runs of used slots, with path compression)."""
+    root = i
+    while parent[root] != root:
+        root = parent[root]
+    while parent[i] != root:
+        nxt = parent[i]
+        parent[i] = root
+        i = nxt
+    return root
+
+
+@njit(cache=True)
+def _build_perfect_hash(keys, shift, window):
+    """Row-displacement perfect hash of distinct non-negative ``keys``.
+
+    Row = key >> shift, column = key & mask. Rows are placed densest first, each at the smallest
+    offset ≥ (current table size − ``window``) where none of its columns lands on a used slot
+    (the window trades a little table size for a much shorter search). Returns
+    (offsets per row, table size)."""
     mask = (1 << shift) - 1
     n_rows = (keys.max() >> shift) + 1
     row_count = np.zeros(n_rows, np.int64)
     for k in keys:
         row_count[k >> shift] += 1
     order = np.argsort(-row_count, kind="mergesort")
-    # columns per row, grouped
     starts = np.zeros(n_rows + 1, np.int64)
     for r in range(n_rows):
         starts[r + 1] = starts[r] + row_count[r]
@@ -220,11 +237,10 @@ def _build_perfect_hash(keys, shift):
         r = k >> shift
         cols[fill[r]] = k & mask
         fill[r] += 1
-    cap = keys.shape[0] * 8 + 2 * (mask + 1)
-    used = np.zeros(cap, np.bool_)
+    cap = 4 * keys.shape[0] + 4 * (mask + 1)
+    parent = np.arange(cap + 1)  # parent[i] == i: slot i is free
     offsets = np.zeros(n_rows, np.int64)
     size = 0
-    first_free = 0
     for oi in range(n_rows):
         r = order[oi]
         if row_count[r] == 0:
@@ -232,23 +248,23 @@ def _build_perfect_hash(keys, shift):
         c0 = starts[r]
         c1 = starts[r + 1]
         min_col = cols[c0:c1].min()
-        while used[first_free]:
-            first_free += 1
-        off = max(first_free - min_col, 0)
-        while True:
+        off = max(_next_free(parent, min_col) - min_col, size - window - min_col, 0)
+        moved = True
+        while moved:
             if off + mask >= cap:
                 raise ValueError("perfect hash: table capacity exceeded")
-            ok = True
+            moved = False
             for j in range(c0, c1):
-                if used[off + cols[j]]:
-                    ok = False
+                p = off + cols[j]
+                q = _next_free(parent, p)
+                if q != p:  # slot taken: shift the row so this column meets the next free slot
+                    off = q - cols[j]
+                    moved = True
                     break
-            if ok:
-                break
-            off += 1
         for j in range(c0, c1):
-            used[off + cols[j]] = True
-            size = max(size, off + cols[j] + 1)
+            p = off + cols[j]
+            parent[p] = p + 1
+            size = max(size, p + 1)
         offsets[r] = off
     return offsets, size
 
@@ -263,7 +279,7 @@ def _build_tables():
     rank_values = np.searchsorted(all_codes, codes).astype(np.int16) + 1
     flush_table = np.zeros(1 << 13, np.int16)
     flush_table[flush_masks] = np.searchsorted(all_codes, flush_codes[flush_masks]) + 1
-    offsets, size = _build_perfect_hash(keys, HASH_SHIFT)
+    offsets, size = _build_perfect_hash(keys, HASH_SHIFT, HASH_WINDOW)
     rank_table = np.zeros(size, np.int16)
     rank_table[(keys & HASH_MASK) + offsets[keys >> HASH_SHIFT]] = rank_values
     # first value of each category (category thresholds on the dense scale)

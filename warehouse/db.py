@@ -112,11 +112,14 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     return len(data)
 
 
-def frame_markdown(df: pd.DataFrame, digits: int = 6) -> str:
-    """Render a small frame as a GitHub markdown table (used for metadata previews and pages)."""
+def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = None) -> str:
+    """Render a small frame as a GitHub markdown table (used for metadata previews and pages).
+
+    Floats get ``digits`` significant digits, or exactly ``decimals`` decimals when given.
+    """
     def fmt(v: Any) -> str:
         if isinstance(v, float):
-            return f"{v:.{digits}g}"
+            return f"{v:.{decimals}f}" if decimals is not None else f"{v:.{digits}g}"
         if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
             return ", ".join(str(x) for x in (v.tolist() if hasattr(v, "tolist") else v))
         return str(v)

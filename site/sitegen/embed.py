@@ -46,7 +46,8 @@ def chart_html(chart: alt.TopLevelMixin, chart_id: str, caption: str = "") -> st
     """Markdown-safe HTML block for one chart (a blank line before and after)."""
     if not re.fullmatch(r"[a-z0-9-]+", chart_id):
         raise ValueError(f"chart id must be lowercase letters, digits and '-': {chart_id!r}")
-    spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
+    with alt.data_transformers.disable_max_rows():  # data is inline by design (offline pages)
+        spec = json.dumps(chart.to_dict(), separators=(",", ":")).replace("</", "<\\/")
     cap = f'<p class="chart-caption">{caption}</p>' if caption else ""
     return (f'\n<div class="vchart" id="chart-{chart_id}"></div>\n'
             f'<script type="application/vnd.vegalite+json" data-target="chart-{chart_id}">{spec}</script>\n'

@@ -181,10 +181,11 @@ def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         if sub.empty:
             continue
         wide = sub.pivot_table(index=["player", "stack", "payoff"], columns="place", values="probability").reset_index()
-        wide.columns = ["player", "stack", "payoff ($)", *[f"P(place {c})" for c in wide.columns[3:]]]
+        wide.columns = ["player", "stack", "payoff $", *[f"P{c}" for c in wide.columns[3:]]]
         wide["player"] = wide["player"] + 1
-        blocks.append(f"### {m.capitalize()}\n\n{frame_markdown(wide.round(4), digits=4)}\n")
-    bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d.stack.map("{:g}".format) + ")")
+        wide["stack"] = wide["stack"].map("{:g}".format)
+        blocks.append(f"### {m.capitalize()}\n\n{frame_markdown(wide, decimals=4)}\n")
+    bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d["stack"].map("{:g}".format) + ")")
     by_stack = con.execute(
         """SELECT model, stack, avg(payoff) AS payoff FROM model_payoffs WHERE game = ? AND players = ?
            GROUP BY ALL ORDER BY model, stack""", [game, cfg["players"]]).df()
@@ -204,6 +205,8 @@ places:
   go to the survivors in proportion to 1/x_j. Computed over elimination orders.
 
 ## The thesis example: stacks {stacks_str}, prizes {prizes}
+
+Rows are players, P1 … P{len(cfg['examples'][0])} the probabilities of finishing 1st … last (table `model_examples`).
 
 {chr(10).join(blocks)}
 {chart_html(charts.example_finishing_bars(bars), "example-bars")}

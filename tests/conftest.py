@@ -1,0 +1,45 @@
+"""Shared fixtures: a tiny game built end to end through the real Dagster graph."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+TINY_TOML = """
+name = "tiny"
+players = 3
+units = 6
+payouts = [70, 30]
+gamma = 0.001
+rollout_pairs = "sampled"
+rollout_triples = "sampled"
+rollout_samples = 4
+rollout_seed = 3
+"""
+
+
+@pytest.fixture(scope="session")
+def tiny_build(tmp_path_factory):
+    """Materialize every asset for a 3-player, 6-unit game with tiny sampled tables; returns paths and the result."""
+    import dagster as dg
+
+    from assets.definitions import ALL_ASSETS
+    from assets.resources import GameResource, WarehouseResource
+
+    root = tmp_path_factory.mktemp("tiny")
+    config = root / "tiny.toml"
+    config.write_text(TINY_TOML)
+    warehouse = root / "lab.duckdb"
+    old = {k: os.environ.get(k) for k in ("JAMFOLD_BUILD_DIR", "JAMFOLD_CACHE")}
+    os.environ["JAMFOLD_BUILD_DIR"] = str(root / "build")
+    os.environ["JAMFOLD_CACHE"] = str(root / "cache")
+    try:
+        result = dg.materialize(ALL_ASSETS, resources={
+            "game": GameResource(config_file=str(config)), "warehouse": WarehouseResource(path=str(warehouse))})
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return {"result": result, "warehouse": warehouse, "site": root / "build" / "site", "config": config, "root": root}

@@ -1,0 +1,94 @@
+"""The jamfold CLI as a user meets it: outputs, JSON, and exit code 2 with a clear message on bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from engine import rollout
+from engine.cards import parse_class
+from jamfold.cli import main
+
+ORACLE_HARVILLE_V = [5.89, 13.84, 20.48, 27.86, 31.94]
+
+
+def run(capsys, *argv):
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_equity_json_matches_oracle(capsys):
+    code, out, _ = run(capsys, "equity", "--model", "harville", "--stacks", "2", "5", "8", "13", "17",
+                       "--payouts", "50", "30", "20", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert np.round(data["payoffs"], 2).tolist() == ORACLE_HARVILLE_V
+    assert np.allclose(np.sum(data["finishing"], axis=1), 1) and np.allclose(np.sum(data["finishing"], axis=0), 1)
+
+
+def test_equity_human_output(capsys):
+    code, out, _ = run(capsys, "equity", "--model", "roberts", "--stacks", "1000", "2500.5", "--payouts", "65", "35")
+    assert code == 0 and "roberts finishing matrix" in out and "payoff $" in out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["equity", "--model", "icm", "--stacks", "1", "2", "--payouts", "1"], "--model"),
+    (["equity", "--model", "harville", "--stacks", "5", "--payouts", "1"], "--stacks: the harville model takes 2 to 20"),
+    (["equity", "--model", "harville", "--stacks", *["1"] * 21, "--payouts", "1"], "2 to 20 stacks (got 21)"),
+    (["equity", "--model", "roberts", "--stacks", *["1"] * 10, "--payouts", "1"], "2 to 9 stacks (got 10)"),
+    (["equity", "--model", "harville", "--stacks", "1", "-2", "--payouts", "1"], "--stacks: every value must be"),
+    (["equity", "--model", "harville", "--stacks", "1", "0", "--payouts", "1"], "--stacks: every value must be"),
+    (["equity", "--model", "harville", "--stacks", "1", "nan", "--payouts", "1"], "--stacks: every value must be"),
+    (["equity", "--model", "harville", "--stacks", "1", "abc", "--payouts", "1"], "--stacks: 'abc' is not a number"),
+    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "20", "30"], "--payouts: must be non-increasing"),
+    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "3", "2", "1"], "--payouts: pays 3 places"),
+    (["showdown", "AA"], "hands: give 2 or 3"),
+    (["showdown", "AA", "KK", "QQ", "JJ"], "hands: give 2 or 3"),
+    (["showdown", "AA", "KX"], "unknown hand class 'KX'"),
+    (["showdown", "AKx", "QQ"], "unknown hand class 'AKx'"),
+    (["showdown", "AA", "AAs"], "a pair takes no suffix"),
+    (["showdown", "AA", "AA", "AA"], "cannot be dealt together"),
+    (["showdown", "AA", "AA", "AKs"], "cannot be dealt together"),
+    (["rollout"], "exactly one of --exact or --samples"),
+    (["rollout", "--samples", "0"], "--samples: must be a whole number"),
+    (["build", "--profile", "nope"], "profile: unknown profile"),
+    (["build", "--profile", "quick", "--payouts", "10", "20"], "payouts: must be non-increasing"),
+    (["build", "--profile", "quick", "--start", "1", "2"], "start: must list one stack per player"),
+    (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--players", "7"], "players: must be a whole number from 2 to 5"),
+])
+def test_bad_input_exits_2_with_message(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_showdown_pair_json_equals_table_row_function(capsys):
+    code, out, _ = run(capsys, "showdown", "KK", "AA", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["hands"] == ["KK", "AA"]
+    weight, p = rollout.pair_matchup(parse_class("KK"), parse_class("AA"))
+    assert data["weight"] == weight and data["p_first_wins"] == pytest.approx(p, abs=0)
+    assert 0.17 < data["p_first_wins"] < 0.19
+
+
+def test_showdown_triple_json(capsys):
+    code, out, _ = run(capsys, "showdown", "AKs", "72o", "QQ", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["orders"] == ["abc", "acb", "bac", "bca", "cab", "cba"]
+    assert sum(data["p"]) == pytest.approx(1, abs=1e-12) and data["weight"] > 0
+    weight, p = rollout.triple_matchup(*(parse_class(h) for h in ("AKs", "72o", "QQ")))
+    assert data["weight"] == weight and np.allclose(data["p"], p, atol=0, rtol=0)
+
+
+def test_showdown_human(capsys):
+    code, out, _ = run(capsys, "showdown", "AKs", "72o")
+    assert code == 0 and "P(AKs wins)" in out and "deal weight" in out

@@ -1,0 +1,91 @@
+"""Game configs: profiles are valid, and every bad value is rejected naming its field and rule."""
+
+import pytest
+
+from engine.config import ConfigError, PROFILES, load_config, make_config, position_names, profile, with_overrides
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_profiles_are_valid(name):
+    cfg = profile(name)
+    assert cfg.name == name and sum(cfg.start) == cfg.units and len(cfg.start) == cfg.players
+
+
+def test_thesis_profile_matches_spec():
+    cfg = profile("thesis")
+    assert (cfg.players, cfg.units, cfg.payouts, cfg.gamma, cfg.start) == (5, 45, (50, 30, 20), 1e-4, (9, 9, 9, 9, 9))
+    assert cfg.rollout_id("pairs") == cfg.rollout_id("triples") == "exact"
+
+
+def test_quick_uses_sampled_triples_with_recorded_id():
+    assert profile("quick").rollout_id("triples") == "sampled-2000-seed1"
+
+
+@pytest.mark.parametrize("overrides, field", [
+    (dict(payouts=(30, 50, 20)), "payouts"),
+    (dict(payouts=(50, 30, 20, 10, 5, 1)), "payouts"),
+    (dict(payouts=(50, -1)), "payouts"),
+    (dict(payouts=()), "payouts"),
+    (dict(payouts=("a", 1)), "payouts"),
+    (dict(players=1), "players"),
+    (dict(players=6), "players"),
+    (dict(players=2.5), "players"),
+    (dict(units=2), "units"),
+    (dict(units=-45), "units"),
+    (dict(gamma=0), "gamma"),
+    (dict(gamma=-1e-4), "gamma"),
+    (dict(gamma="small"), "gamma"),
+    (dict(start=(9, 9, 9, 9)), "start"),
+    (dict(start=(9, 9, 9, 9, 8)), "start"),
+    (dict(start=(0, 9, 9, 9, 18)), "start"),
+    (dict(rollout_triples="guess"), "rollout_triples"),
+    (dict(rollout_samples=0), "rollout_samples"),
+    (dict(name="Bad Name!"), "name"),
+    (dict(bogus=1), "bogus"),
+])
+def test_bad_values_name_field_and_rule(overrides, field):
+    with pytest.raises(ConfigError) as info:
+        profile("thesis", **overrides)
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: ") and len(info.value.rule) > 10
+
+
+def test_unknown_profile():
+    with pytest.raises(ConfigError, match="profile: unknown profile"):
+        profile("huge")
+
+
+def test_load_config_from_toml(tmp_path):
+    path = tmp_path / "My-Game.toml"
+    path.write_text('profile = "quick"\nplayers = 4\nunits = 24\npayouts = [60, 40]\n')
+    cfg = load_config(path)
+    assert (cfg.name, cfg.players, cfg.units, cfg.payouts, cfg.start) == ("my-game", 4, 24, (60, 40), (6, 6, 6, 6))
+    assert cfg.rollout_triples == "sampled"  # inherited from the profile
+
+
+def test_load_config_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("players = [\n")
+    with pytest.raises(ConfigError, match="config: is not valid TOML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="config: file not found"):
+        load_config(tmp_path / "missing.toml")
+    bad.write_text("players = 3\nunits = 10\nstart = [5, 5]\n")
+    with pytest.raises(ConfigError, match="start: must list one stack per player"):
+        load_config(bad)
+
+
+def test_overrides_get_a_new_name_and_equal_start():
+    cfg = with_overrides(profile("quick"), units=25)
+    assert cfg.name != "quick" and cfg.name.startswith("quick-") and cfg.start == (5, 5, 5, 5, 5)
+    assert with_overrides(profile("quick")) == profile("quick")
+
+
+def test_uneven_equal_start():
+    assert make_config(players=3, units=10).start == (4, 3, 3)
+
+
+def test_position_names():
+    assert position_names(2) == ("SB", "BB")
+    assert position_names(3) == ("BU", "SB", "BB")
+    assert position_names(5) == ("HJ", "CO", "BU", "SB", "BB")

@@ -1,0 +1,79 @@
+"""Warehouse: schema creation, atomic replacement, and a clear error when another process holds the file."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+from warehouse import db
+from warehouse.schema import TABLES
+
+
+def test_schema_creates_every_table_and_view(tmp_path):
+    with db.session(tmp_path / "w.duckdb") as con:
+        names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert set(TABLES) <= names
+        for name, spec in TABLES.items():
+            cols = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
+            assert cols == spec.column_names, name
+
+
+def test_no_table_is_named_like_the_default_file():
+    assert db.DEFAULT_PATH.stem not in TABLES
+
+
+def _frame(game, n):
+    return pd.DataFrame({"game": game, "model": "harville", "example": 0, "player": range(n), "stack": 1.0,
+                         "place": 1, "probability": 0.5, "payoff": 1.0})
+
+
+def test_replace_rows_replaces_only_its_key(tmp_path):
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+        db.replace_rows(con, "model_examples", _frame("b", 2), {"game": "b"})
+        db.replace_rows(con, "model_examples", _frame("a", 5), {"game": "a"})
+        got = dict(con.execute("SELECT game, count(*) FROM model_examples GROUP BY game").fetchall())
+    assert got == {"a": 5, "b": 2}
+
+
+def test_failed_write_keeps_previous_rows(tmp_path):
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+        broken = _frame("a", 4).astype({"player": object})
+        broken.loc[2, "player"] = "not a number"  # the INSERT fails after the DELETE ran
+        with pytest.raises(Exception):
+            db.replace_rows(con, "model_examples", broken, {"game": "a"})
+        assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 3
+
+
+def test_constants_fill_columns(tmp_path):
+    with db.session(tmp_path / "w.duckdb") as con:
+        frame = _frame("x", 2).drop(columns=["game", "model"])
+        db.replace_rows(con, "model_examples", frame, {"game": "g"}, constants={"model": "roberts"})
+        assert con.execute("SELECT DISTINCT game, model FROM model_examples").fetchall() == [("g", "roberts")]
+
+
+def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
+    path = tmp_path / "w.duckdb"
+    db.connect(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import duckdb, time, sys
+        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep(30)""")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        with pytest.raises(db.WarehouseBusy, match=r"in use by .*PID \d+"):
+            db.connect(path, wait_s=1.0)
+        assert time.monotonic() - t0 < 10
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_read_only_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="build it first"):
+        db.connect(tmp_path / "nope.duckdb", read_only=True)
