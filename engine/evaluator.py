@@ -60,7 +60,10 @@ FLUSH_CHECK_ADD = 0x3333
 FLUSH_CHECK_MASK = 0x8888
 HASH_SHIFT = 11
 HASH_MASK = (1 << HASH_SHIFT) - 1
-HASH_WINDOW = 1000000
+HASH_WINDOW = 16000
+"""Perfect-hash layout: rows of 2,048 key columns; each row is placed within 16,000 slots of the
+table's end (a full first-fit search packs ~20 % tighter but takes ~1 s at import). Result:
+``RANK_TABLE`` ≈ 112k int16 entries (≈ 220 KiB) and ``HASH_OFFSETS`` ≈ 9k int32."""
 
 CARD_KEY = np.array(
     [RANK_KEYS[c >> 2] + (1 << (SUIT_SHIFT + 4 * (c & 3))) for c in range(52)], dtype=np.int64

