@@ -17,4 +17,6 @@ ALL_ASSETS = [rollout.hand_classes, rollout.rollout_pairs, rollout.rollout_tripl
 build_all = dg.define_asset_job("build_all", selection=dg.AssetSelection.all(),
                                 description="Every asset of the configured game, showdown tables to site.")
 
-defs = dg.Definitions(assets=ALL_ASSETS, jobs=[build_all], resources=default_resources())
+# One process: the numba kernels compile once and use every core, and the DuckDB file has one writer.
+defs = dg.Definitions(assets=ALL_ASSETS, jobs=[build_all], resources=default_resources(),
+                      executor=dg.in_process_executor)

@@ -89,7 +89,7 @@ def cmd_showdown(args: argparse.Namespace) -> None:
             print(json.dumps({"hands": labels, "weight": int(weight), "p_first_wins": float(p)}))
             return
         print(f"{labels[0]} vs {labels[1]}: exact over every deal and all C(48,5) boards, ties split evenly")
-        print(f"  deal weight          {weight:,} ordered card-disjoint combo pairs")
+        print(f"  deal weight          {weight:,} card-disjoint combo deals of {{{labels[0]}, {labels[1]}}} (either order)")
         print(f"  P({labels[0]} wins) {'':<{max(0, 8 - len(labels[0]))}}{p:.6f}")
         print(f"  P({labels[1]} wins) {'':<{max(0, 8 - len(labels[1]))}}{1 - p:.6f}")
     else:
@@ -102,7 +102,7 @@ def cmd_showdown(args: argparse.Namespace) -> None:
             return
         letters = dict(zip("abc", labels))
         print(f"{' vs '.join(labels)}: exact over every deal and all C(46,5) boards, ties broken at random")
-        print(f"  deal weight {weight:,} ordered card-disjoint combo triples")
+        print(f"  deal weight {weight:,} card-disjoint combo deals of this multiset (any order)")
         for order, prob in zip(rollout.ORDERS, p):
             print(f"  {order}  {' > '.join(letters[c] for c in order):<18} {prob:.6f}")
         best = [p[0] + p[1], p[2] + p[3], p[4] + p[5]]

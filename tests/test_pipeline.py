@@ -64,3 +64,16 @@ def test_rematerialize_reuses_complete_tables(tiny_build):
         "warehouse": WarehouseResource(path=str(tiny_build["warehouse"]))})
     meta = result.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
     assert meta["reused_existing"].value is True
+
+
+def test_readme_queries_run(tiny_build):
+    """The README's example queries are valid SQL against the schema (the tiny game may return no rows)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("```sql")[1].split("```")[0]
+    queries = [q.strip() for q in block.split(";") if q.strip()]
+    assert len(queries) == 3
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    for q in queries:
+        con.execute(q).fetchall()

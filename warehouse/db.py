@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from warehouse.schema import TABLES, ordered_ddl
@@ -118,11 +119,17 @@ def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = Non
     Floats get ``digits`` significant digits, or exactly ``decimals`` decimals when given.
     """
     def fmt(v: Any) -> str:
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
         if isinstance(v, float):
+            if v != v:  # NaN / missing
+                return ""
             return f"{v:.{decimals}f}" if decimals is not None else f"{v:.{digits}g}"
-        if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
-            return ", ".join(str(x) for x in (v.tolist() if hasattr(v, "tolist") else v))
-        return str(v)
+        if isinstance(v, (list, tuple)):
+            return ", ".join(str(x) for x in v)
+        return "" if v is None or v is pd.NaT else str(v)
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
     rows = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
