@@ -1,0 +1,450 @@
+"""CFR+ for one jam/fold hand with the successor values given (SPEC §5).
+
+**The pass.** :func:`hand_pass` evaluates a strategy profile of one state's hand exactly under the
+card model. Each player decides at most once per hand, holding one of 169 classes; a decision
+node h at depth d has jammers J = (j1[, j2]) already in the pot, whose classes h_J were dealt in
+that order. Two tensors over h_J (169^d entries) carry everything:
+
+* reach r_h(h_J): product of the jammers' jam probabilities and of the fold probabilities of the
+  players who folded (each averaged over *his* class given the in-pot classes at his turn: a
+  folded hand goes back to the deck, so it only depends on what was in the pot then);
+* value Q_h^p(h_J): player p's expected payoff ($) from h on, given h_J.
+
+With S_h(h_J) = Σ_c P(c | h_J) σ_h(c) the chance that the actor jams:
+
+    fold child reach  r_h (1 − S_h);     jam child reach  r_h(h_J) σ_h(c)
+    Q_h^p(h_J) = (1 − S_h) Q_fold^p(h_J) + Σ_c P(c | h_J) σ_h(c) Q_jam^p(h_J, c)
+
+and the actor k's counterfactual values, weighted by the joint deal probability (so that sums
+over nodes and classes are $ of expected payoff):
+
+    cf_fold(c) = Σ_{h_J} P(h_J, c) r_h(h_J) Q_fold^k(h_J)
+    cf_jam(c)  = Σ_{h_J} P(h_J, c) r_h(h_J) Q_jam^k(h_J, c)
+
+A jam at depth 2 makes three all-in players, so its child is always a three-way showdown; those
+contractions over 169³ class triples skip classes with zero jam probability or zero reach,
+which is where sparsity pays.
+
+**Exploitability.** Player k decides once per path and his nodes' reach does not depend on his
+own play, so his best-response gain is Σ_{h of k} Σ_c [max(cf_jam, cf_fold) − (σ cf_jam +
+(1 − σ) cf_fold)], in $ averaged over the deal (:func:`exploitability_from_cf`).
+
+**CFR+** (Tammelin 2014): regret-matching+ (cumulative regrets floored at zero), simultaneous
+updates, linearly weighted average strategy; the average is the solver's output.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_J3, KIND_NONE, KIND_S2,
+                              CompiledHand)
+from engine.showdown import ShowdownTensors
+
+NC = 169
+
+
+class SolverTensors:
+    """Showdown tensors laid out for the kernels (order index last, contiguous)."""
+
+    def __init__(self, t: ShowdownTensors):
+        self.p1 = np.ascontiguousarray(t.p1)
+        self.joint2 = np.ascontiguousarray(t.joint2)
+        self.cond2 = np.ascontiguousarray(t.cond2)
+        self.win2 = np.ascontiguousarray(t.win2)
+        self.wr1 = np.ascontiguousarray(t.win2_vs_random)
+        self.or3r = np.ascontiguousarray(np.moveaxis(t.order3_vs_random, 0, -1))  # [a, b, o]
+        self.or3rr = np.ascontiguousarray(np.moveaxis(t.order3_vs_two_random, 0, -1))  # [a, o]
+        self.cond3 = np.ascontiguousarray(t.cond3)
+        self.joint3 = np.ascontiguousarray(t.joint3)
+        order3 = np.moveaxis(t.order3, 0, -1)  # [a, b, c, o]
+        self.m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
+        self.m3j = np.ascontiguousarray(t.joint3[..., None] * order3)  # P(a, b, c) P(o | a, b, c)
+
+    def args(self) -> tuple:
+        return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr, self.cond3,
+                self.joint3, self.m3c, self.m3j)
+
+
+@nb.njit(cache=True)
+def _size(d):
+    return 1 if d == 0 else (NC if d == 1 else NC * NC)
+
+
+@nb.njit(cache=True)
+def layout(node_depth, term_depth):
+    """Offsets of each node's and each terminal's tensor in the flat work buffers."""
+    K, T = len(node_depth), len(term_depth)
+    node_off = np.zeros(K + 1, np.int64)
+    for h in range(K):
+        node_off[h + 1] = node_off[h] + _size(node_depth[h])
+    term_off = np.zeros(T + 1, np.int64)
+    for t in range(T):
+        d = term_depth[t]
+        term_off[t + 1] = term_off[t] + (_size(d) if d <= 2 else 0)
+    return node_off, term_off
+
+
+@nb.njit(cache=True)
+def _terminal_values(t, kind, d, U, n, wr1, win2, or3r, or3rr, Tbuf, term_off):
+    """Tbuf[p, term_off[t] + i] = Q^p of terminal t given its jammers' classes (depth ≤ 2)."""
+    off = term_off[t]
+    for p in range(n):
+        if kind == KIND_NONE:
+            for i in range(_size(d)):
+                Tbuf[p, off + i] = U[t, 0, p]
+        elif kind == KIND_S2:
+            Tbuf[p, off] = 0.5 * U[t, 0, p] + 0.5 * U[t, 1, p]
+        elif kind == KIND_J1S1:
+            for a in range(NC):
+                Tbuf[p, off + a] = wr1[a] * U[t, 0, p] + (1.0 - wr1[a]) * U[t, 1, p]
+        elif kind == KIND_J1S2:
+            for a in range(NC):
+                s = 0.0
+                for o in range(6):
+                    s += or3rr[a, o] * U[t, o, p]
+                Tbuf[p, off + a] = s
+        elif kind == KIND_J2:
+            for a in range(NC):
+                for b in range(NC):
+                    w = win2[a, b]
+                    Tbuf[p, off + a * NC + b] = w * U[t, 0, p] + (1.0 - w) * U[t, 1, p]
+        elif kind == KIND_J2S1:
+            for a in range(NC):
+                for b in range(NC):
+                    s = 0.0
+                    for o in range(6):
+                        s += or3r[a, b, o] * U[t, o, p]
+                    Tbuf[p, off + a * NC + b] = s
+
+
+@nb.njit(cache=True)
+def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3rr, out):
+    """out[t, o] = probability of reaching terminal t and its showdown ending in order o."""
+    if kind == KIND_NONE or kind == KIND_S2:
+        tot = 0.0
+        if d == 0:
+            tot = rt[off]
+        elif d == 1:
+            for a in range(NC):
+                tot += p1[a] * rt[off + a]
+        else:
+            for a in range(NC):
+                for b in range(NC):
+                    tot += joint2[a, b] * rt[off + a * NC + b]
+        if kind == KIND_NONE:
+            out[t, 0] += tot
+        else:
+            out[t, 0] += 0.5 * tot
+            out[t, 1] += 0.5 * tot
+    elif kind == KIND_J1S1:
+        for a in range(NC):
+            w = p1[a] * rt[off + a]
+            out[t, 0] += w * wr1[a]
+            out[t, 1] += w * (1.0 - wr1[a])
+    elif kind == KIND_J1S2:
+        for a in range(NC):
+            w = p1[a] * rt[off + a]
+            for o in range(6):
+                out[t, o] += w * or3rr[a, o]
+    elif kind == KIND_J2:
+        for a in range(NC):
+            for b in range(NC):
+                w = joint2[a, b] * rt[off + a * NC + b]
+                out[t, 0] += w * win2[a, b]
+                out[t, 1] += w * (1.0 - win2[a, b])
+    elif kind == KIND_J2S1:
+        for a in range(NC):
+            for b in range(NC):
+                w = joint2[a, b] * rt[off + a * NC + b]
+                if w != 0.0:
+                    for o in range(6):
+                        out[t, o] += w * or3r[a, b, o]
+
+
+@nb.njit(cache=True)
+def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
+              p1, joint2, cond2, win2, wr1, or3r, or3rr, cond3, joint3, m3c, m3j,
+              node_off, term_off, R, S, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs):
+    """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
+
+    Fills cf_fold / cf_jam (K × 169, joint-probability weighted $), root_values (n, $) and
+    order_probs (T × 6: probability of each terminal outcome). R, S, Q, Tbuf, RT are work buffers
+    sized by :func:`layout`.
+    """
+    K = len(node_actor)
+    T = len(term_kind)
+    order_probs[:, :] = 0.0
+    # terminal values for depth ≤ 2
+    for t in range(T):
+        if term_depth[t] <= 2:
+            _terminal_values(t, term_kind[t], term_depth[t], U, n, wr1, win2, or3r, or3rr, Tbuf, term_off)
+    if root < 0:
+        t = -1 - root
+        for p in range(n):
+            root_values[p] = Tbuf[p, term_off[t]]
+        order_probs[t, 0] = 1.0 if term_kind[t] == KIND_NONE else 0.0
+        if term_kind[t] == KIND_S2:
+            order_probs[t, 0] = 0.5
+            order_probs[t, 1] = 0.5
+        return
+    # ---------------- forward: reach and jam chance
+    R[node_off[root]] = 1.0
+    supp = np.empty(NC, np.int64)
+    cols = np.empty(NC, np.int64)
+    for h in range(K):
+        d = node_depth[h]
+        off = node_off[h]
+        ns = 0
+        for c in range(NC):
+            if sigma[h, c] > 0.0:
+                supp[ns] = c
+                ns += 1
+        if d == 0:
+            s = 0.0
+            for c in range(NC):
+                s += p1[c] * sigma[h, c]
+            S[off] = s
+        elif d == 1:
+            for a in range(NC):
+                s = 0.0
+                for i in range(ns):
+                    c = supp[i]
+                    s += cond2[a, c] * sigma[h, c]
+                S[off + a] = s
+        else:
+            # only the entries the chain's creator reads: rows it reaches, columns its actor jams
+            cr = node_creator[h]
+            ncol = 0
+            for b in range(NC):
+                if sigma[cr, b] > 0.0:
+                    cols[ncol] = b
+                    ncol += 1
+            for a in range(NC):
+                full = R[node_off[cr] + a] > 0.0
+                for bi in range(NC if full else ncol):
+                    b = bi if full else cols[bi]
+                    s = 0.0
+                    for i in range(ns):
+                        c = supp[i]
+                        s += cond3[a, b, c] * sigma[h, c]
+                    S[off + a * NC + b] = s
+        size = _size(d)
+        f = node_fold[h]
+        if f >= 0:
+            fo = node_off[f]
+            for i in range(size):
+                R[fo + i] = R[off + i] * (1.0 - S[off + i])
+        else:
+            ft = -1 - f
+            fo = term_off[ft]
+            for i in range(size):
+                RT[fo + i] = R[off + i] * (1.0 - S[off + i])
+        j = node_jam[h]
+        if d < 2:
+            if j >= 0:
+                jo = node_off[j]
+                for i in range(size):
+                    for c in range(NC):
+                        R[jo + i * NC + c] = R[off + i] * sigma[h, c]
+            else:
+                jt = -1 - j
+                jo = term_off[jt]
+                for i in range(size):
+                    for c in range(NC):
+                        RT[jo + i * NC + c] = R[off + i] * sigma[h, c]
+    # ---------------- terminal outcome probabilities (depth ≤ 2)
+    for t in range(T):
+        if term_depth[t] <= 2:
+            _terminal_order_probs(t, term_kind[t], term_depth[t], RT, term_off[t], p1, joint2, win2, wr1,
+                                  or3r, or3rr, order_probs)
+    # ---------------- backward: values and counterfactual values
+    G = np.empty(6)
+    for h in range(K - 1, -1, -1):
+        d = node_depth[h]
+        k = node_actor[h]
+        off = node_off[h]
+        size = _size(d)
+        f = node_fold[h]
+        j = node_jam[h]
+        ns = 0
+        for c in range(NC):
+            if sigma[h, c] > 0.0:
+                supp[ns] = c
+                ns += 1
+        for c in range(NC):
+            cf_fold[h, c] = 0.0
+            cf_jam[h, c] = 0.0
+        if d < 2:
+            for p in range(n):
+                for i in range(size):
+                    qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
+                    acc = (1.0 - S[off + i]) * qf
+                    jbase = (node_off[j] if j >= 0 else term_off[-1 - j]) + i * NC
+                    if d == 0:
+                        for ii in range(ns):
+                            c = supp[ii]
+                            qj = Q[p, jbase + c] if j >= 0 else Tbuf[p, jbase + c]
+                            acc += p1[c] * sigma[h, c] * qj
+                    else:
+                        for ii in range(ns):
+                            c = supp[ii]
+                            qj = Q[p, jbase + c] if j >= 0 else Tbuf[p, jbase + c]
+                            acc += cond2[i, c] * sigma[h, c] * qj
+                    Q[p, off + i] = acc
+            # counterfactual values of the actor
+            for i in range(size):
+                r = R[off + i]
+                if r == 0.0:
+                    continue
+                qf = Q[k, node_off[f] + i] if f >= 0 else Tbuf[k, term_off[-1 - f] + i]
+                jbase = (node_off[j] if j >= 0 else term_off[-1 - j]) + i * NC
+                for c in range(NC):
+                    w = (p1[c] if d == 0 else joint2[i, c]) * r
+                    if w == 0.0:
+                        continue
+                    qj = Q[k, jbase + c] if j >= 0 else Tbuf[k, jbase + c]
+                    cf_fold[h, c] += w * qf
+                    cf_jam[h, c] += w * qj
+        else:
+            # depth 2: the jam child is a three-way showdown (terminal -1 - j, kind J3)
+            tj = -1 - j
+            cr = node_creator[h]
+            ncol = 0
+            for b in range(NC):
+                if sigma[cr, b] > 0.0:
+                    cols[ncol] = b
+                    ncol += 1
+            for a in range(NC):
+                full = R[node_off[cr] + a] > 0.0
+                for bi in range(NC if full else ncol):
+                    b = bi if full else cols[bi]
+                    i = a * NC + b
+                    for o in range(6):
+                        G[o] = 0.0
+                    for ii in range(ns):
+                        c = supp[ii]
+                        sc = sigma[h, c]
+                        for o in range(6):
+                            G[o] += sc * m3c[a, b, c, o]
+                    for p in range(n):
+                        qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
+                        acc = (1.0 - S[off + i]) * qf
+                        for o in range(6):
+                            acc += G[o] * U[tj, o, p]
+                        Q[p, off + i] = acc
+                    r = R[off + i]
+                    if r == 0.0:
+                        continue
+                    qf = Q[k, node_off[f] + i] if f >= 0 else Tbuf[k, term_off[-1 - f] + i]
+                    for c in range(NC):
+                        jw = joint3[a, b, c] * r
+                        if jw == 0.0:
+                            continue
+                        cf_fold[h, c] += jw * qf
+                        v = 0.0
+                        for o in range(6):
+                            v += m3j[a, b, c, o] * U[tj, o, k]
+                        cf_jam[h, c] += r * v
+                        if sigma[h, c] > 0.0:
+                            sc = r * sigma[h, c]
+                            for o in range(6):
+                                order_probs[tj, o] += sc * m3j[a, b, c, o]
+    for p in range(n):
+        root_values[p] = Q[p, node_off[root]]
+
+
+class HandSolver:
+    """Work buffers and CFR+ state for solving one state's hand repeatedly (warm starts)."""
+
+    def __init__(self, hand: CompiledHand, tensors: SolverTensors):
+        self.hand = hand
+        self.tensors = tensors
+        K, T, n = len(hand.node_actor), len(hand.term_kind), hand.n_players
+        self.node_off, self.term_off = layout(hand.node_depth, hand.term_depth)
+        self.R = np.zeros(self.node_off[-1] + 1)
+        self.S = np.zeros(self.node_off[-1] + 1)
+        self.Q = np.zeros((n, self.node_off[-1] + 1))
+        self.Tbuf = np.zeros((n, self.term_off[-1] + 1))
+        self.RT = np.zeros(self.term_off[-1] + 1)
+        self.cf_fold = np.zeros((K, NC))
+        self.cf_jam = np.zeros((K, NC))
+        self.root_values = np.zeros(n)
+        self.order_probs = np.zeros((T, 6))
+        self.regret_jam = np.zeros((K, NC))
+        self.regret_fold = np.zeros((K, NC))
+        self.avg_num = np.zeros((K, NC))
+        self.avg_den = 0.0
+        self.iterations = 0
+
+    def evaluate(self, sigma: np.ndarray, U: np.ndarray) -> None:
+        h = self.hand
+        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root, h.term_kind,
+                  h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, self.R, self.S,
+                  self.Q, self.Tbuf, self.RT, self.cf_fold, self.cf_jam, self.root_values, self.order_probs)
+
+    def current_strategy(self) -> np.ndarray:
+        return current_strategy(self.regret_jam, self.regret_fold)
+
+    def average_strategy(self) -> np.ndarray:
+        if self.avg_den == 0.0:
+            return self.current_strategy()
+        return self.avg_num / self.avg_den
+
+    def iterate(self, U: np.ndarray, iterations: int, delay: int = 0) -> None:
+        """``iterations`` CFR+ iterations against utilities U; averaging skips the first ``delay``."""
+        for _ in range(iterations):
+            sigma = self.current_strategy()
+            self.evaluate(sigma, U)
+            cfr_plus_update(sigma, self.cf_fold, self.cf_jam, self.regret_jam, self.regret_fold)
+            self.iterations += 1
+            if self.iterations > delay:
+                w = float(self.iterations - delay)
+                self.avg_num += w * sigma
+                self.avg_den += w
+
+    def exploitability(self, U: np.ndarray, sigma: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """(max gain, gain per player) in $ of the profile (default: the average strategy)."""
+        sigma = self.average_strategy() if sigma is None else sigma
+        self.evaluate(sigma, U)
+        gains = exploitability_from_cf(sigma, self.cf_fold, self.cf_jam, self.hand.node_actor, self.hand.n_players)
+        return float(gains.max()) if len(gains) else 0.0, gains
+
+
+@nb.njit(cache=True)
+def current_strategy(regret_jam, regret_fold):
+    K = regret_jam.shape[0]
+    sigma = np.empty((K, NC))
+    for h in range(K):
+        for c in range(NC):
+            rj, rf = regret_jam[h, c], regret_fold[h, c]
+            s = rj + rf
+            sigma[h, c] = rj / s if s > 0.0 else 0.5
+    return sigma
+
+
+@nb.njit(cache=True)
+def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold):
+    K = sigma.shape[0]
+    for h in range(K):
+        for c in range(NC):
+            diff = cf_jam[h, c] - cf_fold[h, c]
+            s = sigma[h, c]
+            rj = regret_jam[h, c] + (1.0 - s) * diff
+            rf = regret_fold[h, c] - s * diff
+            regret_jam[h, c] = rj if rj > 0.0 else 0.0
+            regret_fold[h, c] = rf if rf > 0.0 else 0.0
+
+
+@nb.njit(cache=True)
+def exploitability_from_cf(sigma, cf_fold, cf_jam, node_actor, n):
+    gains = np.zeros(n)
+    for h in range(sigma.shape[0]):
+        k = node_actor[h]
+        for c in range(NC):
+            s = sigma[h, c]
+            cur = s * cf_jam[h, c] + (1.0 - s) * cf_fold[h, c]
+            best = cf_jam[h, c] if cf_jam[h, c] > cf_fold[h, c] else cf_fold[h, c]
+            gains[k] += best - cur
+    return gains
