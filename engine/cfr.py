@@ -163,7 +163,7 @@ def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3r
                         out[t, o] += w * or3r[a, b, o]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, cond3, joint3, m3c, m3j,
               node_off, term_off, R, S, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs):
@@ -355,34 +355,83 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         root_values[p] = Q[p, node_off[root]]
 
 
+class Workspace:
+    """Scratch buffers for :func:`hand_pass`, sized for any hand of up to ``n`` players.
+
+    One per thread; the per-state solver keeps only its regrets and average strategy.
+    """
+
+    def __init__(self, n: int, max_nodes: int = 64, max_terminals: int = 96):
+        # depth-2 nodes/terminals dominate: at most C(n, 2)·n of each, 169² entries apiece
+        node_size = max_nodes * NC * NC
+        term_size = max_terminals * NC * NC
+        self.n = n
+        self.R = np.zeros(node_size)
+        self.S = np.zeros(node_size)
+        self.Q = np.zeros((n, node_size))
+        self.Tbuf = np.zeros((n, term_size))
+        self.RT = np.zeros(term_size)
+        self.cf_fold = np.zeros((max_nodes, NC))
+        self.cf_jam = np.zeros((max_nodes, NC))
+        self.root_values = np.zeros(n)
+        self.order_probs = np.zeros((max_terminals, 6))
+
+    @classmethod
+    def for_hand(cls, hand: CompiledHand) -> "Workspace":
+        node_off, term_off = layout(hand.node_depth, hand.term_depth)
+        ws = cls.__new__(cls)
+        n, K, T = hand.n_players, len(hand.node_actor), len(hand.term_kind)
+        ws.n = n
+        ws.R = np.zeros(node_off[-1] + 1)
+        ws.S = np.zeros(node_off[-1] + 1)
+        ws.Q = np.zeros((n, node_off[-1] + 1))
+        ws.Tbuf = np.zeros((n, term_off[-1] + 1))
+        ws.RT = np.zeros(term_off[-1] + 1)
+        ws.cf_fold = np.zeros((max(K, 1), NC))
+        ws.cf_jam = np.zeros((max(K, 1), NC))
+        ws.root_values = np.zeros(n)
+        ws.order_probs = np.zeros((max(T, 1), 6))
+        return ws
+
+
 class HandSolver:
-    """Work buffers and CFR+ state for solving one state's hand repeatedly (warm starts)."""
+    """CFR+ state of one state's hand (regrets, average strategy): small, kept for warm starts.
+
+    Evaluations run in a :class:`Workspace` (one per thread). After :meth:`evaluate`, the
+    workspace holds root values, counterfactual values and outcome probabilities of the
+    evaluated profile; :meth:`evaluate` returns views of them sized to this hand.
+    """
 
     def __init__(self, hand: CompiledHand, tensors: SolverTensors):
         self.hand = hand
         self.tensors = tensors
-        K, T, n = len(hand.node_actor), len(hand.term_kind), hand.n_players
+        K = len(hand.node_actor)
         self.node_off, self.term_off = layout(hand.node_depth, hand.term_depth)
-        self.R = np.zeros(self.node_off[-1] + 1)
-        self.S = np.zeros(self.node_off[-1] + 1)
-        self.Q = np.zeros((n, self.node_off[-1] + 1))
-        self.Tbuf = np.zeros((n, self.term_off[-1] + 1))
-        self.RT = np.zeros(self.term_off[-1] + 1)
-        self.cf_fold = np.zeros((K, NC))
-        self.cf_jam = np.zeros((K, NC))
-        self.root_values = np.zeros(n)
-        self.order_probs = np.zeros((T, 6))
         self.regret_jam = np.zeros((K, NC))
         self.regret_fold = np.zeros((K, NC))
         self.avg_num = np.zeros((K, NC))
         self.avg_den = 0.0
         self.iterations = 0
 
-    def evaluate(self, sigma: np.ndarray, U: np.ndarray) -> None:
+    def evaluate(self, sigma: np.ndarray, U: np.ndarray, ws: Workspace | None = None):
+        """Exact evaluation of ``sigma``: (root values $, cf_fold, cf_jam, order_probs), views into ``ws``.
+
+        Without a workspace the solver uses one of its own (convenient for single states; a
+        layer solve passes a per-thread workspace instead). The results are also kept as
+        ``self.root_values``, ``self.cf_fold``, ``self.cf_jam`` and ``self.order_probs``.
+        """
+        if ws is None:
+            if getattr(self, "_own_ws", None) is None:
+                self._own_ws = Workspace.for_hand(self.hand)
+            ws = self._own_ws
         h = self.hand
-        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root, h.term_kind,
-                  h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, self.R, self.S,
-                  self.Q, self.Tbuf, self.RT, self.cf_fold, self.cf_jam, self.root_values, self.order_probs)
+        K, T = len(h.node_actor), len(h.term_kind)
+        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
+                  h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
+                  ws.S, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values, ws.order_probs)
+        self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
+        self.order_probs = ws.order_probs[:T]
+        return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
 
     def current_strategy(self) -> np.ndarray:
         return current_strategy(self.regret_jam, self.regret_fold)
@@ -392,27 +441,31 @@ class HandSolver:
             return self.current_strategy()
         return self.avg_num / self.avg_den
 
-    def iterate(self, U: np.ndarray, iterations: int, delay: int = 0) -> None:
+    def iterate(self, U: np.ndarray, iterations: int, delay: int = 0, ws: Workspace | None = None) -> None:
         """``iterations`` CFR+ iterations against utilities U; averaging skips the first ``delay``."""
         for _ in range(iterations):
             sigma = self.current_strategy()
-            self.evaluate(sigma, U)
-            cfr_plus_update(sigma, self.cf_fold, self.cf_jam, self.regret_jam, self.regret_fold)
+            _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws)
+            cfr_plus_update(sigma, cf_fold, cf_jam, self.regret_jam, self.regret_fold)
             self.iterations += 1
             if self.iterations > delay:
                 w = float(self.iterations - delay)
                 self.avg_num += w * sigma
                 self.avg_den += w
 
-    def exploitability(self, U: np.ndarray, sigma: np.ndarray | None = None) -> tuple[float, np.ndarray]:
-        """(max gain, gain per player) in $ of the profile (default: the average strategy)."""
+    def exploitability(self, U: np.ndarray, sigma: np.ndarray | None = None,
+                       ws: Workspace | None = None) -> tuple[float, np.ndarray]:
+        """(max gain, gain per player) in $ of ``sigma`` (default: the average strategy).
+
+        Leaves the evaluation of ``sigma`` in ``ws`` (root values, outcome probabilities).
+        """
         sigma = self.average_strategy() if sigma is None else sigma
-        self.evaluate(sigma, U)
-        gains = exploitability_from_cf(sigma, self.cf_fold, self.cf_jam, self.hand.node_actor, self.hand.n_players)
+        _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws)
+        gains = exploitability_from_cf(sigma, cf_fold, cf_jam, self.hand.node_actor, self.hand.n_players)
         return float(gains.max()) if len(gains) else 0.0, gains
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def current_strategy(regret_jam, regret_fold):
     K = regret_jam.shape[0]
     sigma = np.empty((K, NC))
@@ -424,7 +477,7 @@ def current_strategy(regret_jam, regret_fold):
     return sigma
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold):
     K = sigma.shape[0]
     for h in range(K):
@@ -437,7 +490,7 @@ def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold):
             regret_fold[h, c] = rf if rf > 0.0 else 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def exploitability_from_cf(sigma, cf_fold, cf_jam, node_actor, n):
     gains = np.zeros(n)
     for h in range(sigma.shape[0]):
