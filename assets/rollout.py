@@ -5,6 +5,7 @@ import time
 from datetime import datetime, timezone
 
 import dagster as dg
+import numpy as np
 import pandas as pd
 
 from assets.resources import GameResource, WarehouseResource, cache_dir
@@ -174,3 +175,24 @@ def _check_triples(con, rollout_id: str) -> dg.AssetCheckResult:
                                          "expected_weight_total": TRIPLE_WEIGHT_TOTAL, "undealable": int(undealable),
                                          "max_row_sum_error": float(worst)})
 
+
+
+def load_tables(con, cfg) -> tuple[rollout.PairTable, rollout.TripleTable]:
+    """The game's pair and triple tables read back from the warehouse (canonical row order)."""
+    pairs_id, triples_id = cfg.rollout_id("pairs"), cfg.rollout_id("triples")
+    info = dict(((k, r), (mode, b, seed, prec, w)) for k, r, mode, b, seed, prec, w in con.execute(
+        "SELECT kind, rollout, mode, boards_per_matchup, seed, precision, wall_s FROM rollout_tables").fetchall())
+    for kind, rid in (("pairs", pairs_id), ("triples", triples_id)):
+        if (kind, rid) not in info:
+            raise LookupError(f"the {kind} table '{rid}' is not in the warehouse: materialize rollout_{kind} first")
+    p = con.execute("SELECT a, b, weight, p_first_wins FROM rollout_pairs WHERE rollout = ? ORDER BY a, b",
+                    [pairs_id]).fetchnumpy()
+    cols = ", ".join(f"p_{o}" for o in rollout.ORDERS)
+    t = con.execute(f"SELECT a, b, c, weight, {cols} FROM rollout_triples WHERE rollout = ? ORDER BY a, b, c",
+                    [triples_id]).fetchnumpy()
+    mode, b, seed, prec, w = info[("pairs", pairs_id)]
+    pairs = rollout.PairTable(p["a"], p["b"], p["weight"], p["p_first_wins"], mode, b, seed, prec, w)
+    mode, b, seed, prec, w = info[("triples", triples_id)]
+    probs = np.stack([np.ma.filled(np.ma.asarray(t[f"p_{o}"], dtype=np.float64), np.nan) for o in rollout.ORDERS], axis=1)
+    triples = rollout.TripleTable(t["a"], t["b"], t["c"], t["weight"], probs, mode, b, seed, prec, w)
+    return pairs, triples

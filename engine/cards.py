@@ -126,3 +126,39 @@ def hand_class_table() -> dict[str, list]:
         "high_rank": [GRID_RANKS[min(g)] for g in grid],
         "low_rank": [GRID_RANKS[max(g)] for g in grid],
     }
+
+
+def range_string(class_ids) -> str:
+    """Compact poker range notation for a set of classes, e.g. '22+, A2s+, K9o+, QTs-QJs, 76s'.
+
+    Pairs: 'TT+' (TT and better), '55-88' (a run), or single pairs. Non-pairs are grouped by the
+    higher rank and suitedness: 'K9s+' means K9s up to KQs, 'A2o-A5o' a run of kickers.
+    """
+    chosen = {int(c) for c in class_ids}
+    parts: list[str] = []
+    pairs = [g for g in range(13) if 13 * g + g in chosen]
+    parts += _runs([GRID_RANKS[g] * 2 for g in pairs], pairs, top=0)
+    for suited in (True, False):
+        for hi in range(13):
+            kick = [lo for lo in range(hi + 1, 13) if (13 * hi + lo if suited else 13 * lo + hi) in chosen]
+            if kick:
+                labels = [GRID_RANKS[hi] + GRID_RANKS[lo] + ("s" if suited else "o") for lo in kick]
+                parts += _runs(labels, kick, top=hi + 1)
+    return ", ".join(parts)
+
+
+def _runs(labels: list[str], idx: list[int], top: int) -> list[str]:
+    """Group consecutive grid indices; a run starting at ``top`` (the best possible) is written 'X+'."""
+    out, i = [], 0
+    while i < len(idx):
+        j = i
+        while j + 1 < len(idx) and idx[j + 1] == idx[j] + 1:
+            j += 1
+        if idx[i] == top and j > i:
+            out.append(labels[j] + "+")
+        elif j > i:
+            out.append(f"{labels[j]}-{labels[i]}")
+        else:
+            out.append(labels[i])
+        i = j + 1
+    return out

@@ -412,6 +412,17 @@ class HandSolver:
         self.avg_num = np.zeros((K, NC))
         self.avg_den = 0.0
         self.iterations = 0
+        self.avg_start = 0
+
+    def restart_average(self) -> None:
+        """Keep the regrets (the warm start) but average only the iterates from now on.
+
+        Used when the successor values change: iterates computed against old values would
+        otherwise hold the linearly weighted average back for many iterations.
+        """
+        self.avg_num[:] = 0.0
+        self.avg_den = 0.0
+        self.avg_start = self.iterations
 
     def evaluate(self, sigma: np.ndarray, U: np.ndarray, ws: Workspace | None = None):
         """Exact evaluation of ``sigma``: (root values $, cf_fold, cf_jam, order_probs), views into ``ws``.
@@ -448,8 +459,9 @@ class HandSolver:
             _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws)
             cfr_plus_update(sigma, cf_fold, cf_jam, self.regret_jam, self.regret_fold)
             self.iterations += 1
-            if self.iterations > delay:
-                w = float(self.iterations - delay)
+            since = self.iterations - self.avg_start
+            if since > delay:
+                w = float(since - delay)
                 self.avg_num += w * sigma
                 self.avg_den += w
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from engine.config import ConfigError
 
 EXIT_USAGE = 2
@@ -203,6 +205,74 @@ def _write_config(cfg, repo: Path) -> Path:
     return path
 
 
+# ---------------------------------------------------------------- state
+def cmd_state(args: argparse.Namespace) -> None:
+    from engine.cards import CLASS_COMBO_COUNT, class_label, range_string
+    from engine.config import load_config, position_names, profile
+    from warehouse import db
+
+    cfg = load_config(args.config) if args.config else profile(args.profile)
+    stacks = _whole_stacks(args.stacks, cfg)
+    n = len(stacks)
+    with db.session(args.warehouse, read_only=True) as con:
+        row = con.execute("SELECT state_id FROM states WHERE game = ? AND players = ? AND stacks = ?",
+                          [cfg.name, n, stacks]).fetchone()
+        if row is None:
+            raise UsageError(f"--stacks: game '{cfg.name}' is not built in the warehouse (run ./lab build "
+                             f"{'--config ' + args.config if args.config else '--profile ' + args.profile})")
+        sid = row[0]
+        eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
+                                        "ORDER BY position", [cfg.name, n, sid]).fetchall()]
+        if not eq:
+            raise UsageError(f"--stacks: the {n}-player layer of game '{cfg.name}' is not solved yet (materialize solve_{n}p)")
+        icm = [v for (v,) in con.execute("SELECT payoff FROM model_payoffs WHERE game = ? AND model = 'harville' AND players = ? "
+                                         "AND state_id = ? ORDER BY position", [cfg.name, n, sid]).fetchall()]
+        fin = np.zeros((n, n))
+        for p, q, prob in con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
+                                      "AND state_id = ?", [cfg.name, n, sid]).fetchall():
+            fin[p, q - 1] = prob
+        expl = con.execute("SELECT exploitability FROM state_quality WHERE game = ? AND players = ? AND state_id = ?",
+                           [cfg.name, n, sid]).fetchone()[0]
+        nodes = con.execute("SELECT actor_name, jammed_before, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
+                            "AND state_id = ? ORDER BY node", [cfg.name, n, sid]).fetchall()
+    positions = list(position_names(n))
+    node_list = [{"actor": actor, "jammed_before": list(before), "jam": {class_label(c): float(p) for c, p in enumerate(jam)}}
+                 for actor, before, jam in nodes]
+    if args.json:
+        print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "equilibrium": eq, "icm": icm,
+                          "finishing": fin.tolist(), "exploitability": expl, "nodes": node_list}))
+        return
+    print(f"game '{cfg.name}': stacks {stacks} (units; SB = 1, BB = 2), exploitability of the hand {expl:.2e} $")
+    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9} " + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n)))
+    for p in range(n):
+        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {icm[p]:>9.4f} " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n)))
+    for node in node_list:
+        before = ", ".join(node["jammed_before"]) or "nobody"
+        pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
+        mixed = [(lab, p) for lab, p in node["jam"].items() if 0.001 < p < 0.999]
+        share = 100 * sum(p * CLASS_COMBO_COUNT[c] for c, p in enumerate(node["jam"].values())) / 1326
+        print(f"\n{node['actor']} after {before} jammed: jams {range_string(pure) or 'nothing'}"
+              + (f"; mixes {', '.join(f'{lab} {p:.2f}' for lab, p in mixed)}" if mixed else "")
+              + f"  ({share:.1f}% of hands)")
+
+
+def _whole_stacks(values: list[str], cfg) -> list[int]:
+    out = []
+    for v in values:
+        try:
+            x = int(v)
+        except ValueError:
+            raise UsageError(f"--stacks: {v!r} is not a whole number of units") from None
+        if x < 1:
+            raise UsageError(f"--stacks: every stack must be ≥ 1 unit (got {v})")
+        out.append(x)
+    if not 2 <= len(out) <= cfg.players:
+        raise UsageError(f"--stacks: game '{cfg.name}' has states of 2 to {cfg.players} players (got {len(out)} stacks)")
+    if sum(out) != cfg.units:
+        raise UsageError(f"--stacks: stacks must sum to the game's units ({cfg.units}), they sum to {sum(out)}")
+    return out
+
+
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jamfold", description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
@@ -227,6 +297,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--kind", choices=("pairs", "triples", "all"), default="all")
     r.add_argument("--warehouse", default=None, help="DuckDB file (default warehouse/lab.duckdb)")
     r.set_defaults(func=cmd_rollout)
+
+    st = sub.add_parser("state", help="equilibrium of one state: payoffs, ICM, finishing probabilities, push/fold ranges")
+    g2 = st.add_mutually_exclusive_group()
+    g2.add_argument("--profile", default="quick")
+    g2.add_argument("--config")
+    st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS", help="stacks in acting order, e.g. 1 41 3")
+    st.add_argument("--warehouse", default=None)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_state)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
     g = b.add_mutually_exclusive_group()

@@ -43,3 +43,18 @@ def tiny_build(tmp_path_factory):
             else:
                 os.environ[k] = v
     return {"result": result, "warehouse": warehouse, "site": root / "build" / "site", "config": config, "root": root}
+
+
+@pytest.fixture(scope="session")
+def tiny_tensors():
+    """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights).
+
+    Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
+    """
+    from engine.cfr import SolverTensors
+    from engine.rollout import build_pair_table, build_triple_table
+    from engine.showdown import showdown_tensors
+
+    pairs = build_pair_table("sampled", samples=64, seed=5)
+    triples = build_triple_table("sampled", samples=8, seed=5)
+    return SolverTensors(showdown_tensors(pairs, triples))

@@ -12,7 +12,7 @@ from engine.states import n_states
 def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
-            "results_site"} <= keys
+            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "results_site"} <= keys
 
 
 def test_every_asset_and_check_succeeds(tiny_build):
@@ -21,7 +21,8 @@ def test_every_asset_and_check_succeeds(tiny_build):
     checks = result.get_asset_check_evaluations()
     assert {c.asset_check_key.name for c in checks} == {
         "combos_total_1326", "pair_rows_and_weights", "triple_rows_and_weights", "state_counts",
-        "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes"}
+        "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
+        "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 

@@ -146,6 +146,50 @@ _add(Table(
      _c("payoff", "DOUBLE", "the player's expected prize, $ (same on every place row)")),
     key=("game",)))
 
+PLAYERS = _c("players", "SMALLINT", "players in the state")
+STATE = _c("state_id", "INTEGER", "see `states`")
+POSITION = _c("position", "SMALLINT", "0-based acting position (see `states.positions`)")
+
+_add(Table(
+    "equilibrium_values", "Equilibrium payoff of every (state, position): the PI-CFR+ profile's exact values.",
+    (GAME, PLAYERS, STATE, POSITION, _c("value", "DOUBLE", "expected prize under the equilibrium profile, $")),
+    key=("game", "players")))
+
+_add(Table(
+    "equilibrium_nodes",
+    "The equilibrium strategy: for every state and decision node, the jam probability of each of the 169 "
+    "hand classes (list indexed by class_id). See the view `equilibrium_jam` for one row per hand class.",
+    (GAME, PLAYERS, STATE, _c("node", "SMALLINT", "decision node index within the state's hand (pre-order, fold first)"),
+     _c("actor", "SMALLINT", "acting position"),
+     _c("actor_name", "VARCHAR", "acting position name (e.g. BU)"),
+     _c("jammed_before", "VARCHAR[]", "names of the positions that jammed before this decision"),
+     _c("jam", "DOUBLE[]", "jam probability of each class, list position = class_id + 1")),
+    key=("game", "players")))
+
+_add(Table(
+    "state_quality", "How well each state's hand is solved: best-response gain against the final profile.",
+    (GAME, PLAYERS, STATE,
+     _c("exploitability", "DOUBLE", "largest gain of a best response in the hand, $ (≤ gamma when solved)"),
+     _c("cfr_iterations", "INTEGER", "CFR+ iterations spent on the state over all outer iterations")),
+    key=("game", "players")))
+
+_add(Table(
+    "solve_log", "One row per outer PI-CFR+ iteration of each layer.",
+    (GAME, PLAYERS, _c("outer_iteration", "INTEGER", "1, 2, … within the layer"),
+     _c("states_updated", "INTEGER", "states whose hand was above gamma and got more CFR+ iterations"),
+     _c("cfr_iterations", "BIGINT", "CFR+ iterations spent in this outer iteration, all states"),
+     _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
+     _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $"),
+     _c("wall_s", "DOUBLE", "seconds")),
+    key=("game", "players")))
+
+_add(Table(
+    "finishing", "Equilibrium finishing probabilities of every (state, position, place).",
+    (GAME, PLAYERS, STATE, POSITION, _c("place", "SMALLINT", "finishing place, 1 = winner"),
+     _c("probability", "DOUBLE", "probability of finishing in that place")),
+    key=("game", "players")))
+
+
 # Convenience views (no data of their own).
 _add(Table(
     "pair_equities", "rollout_pairs with labels, both orders: one row per ordered class pair (x, y).",
@@ -161,6 +205,18 @@ _add(Table(
       SELECT r.rollout, hb.label, ha.label, r.b, r.a, r.weight, 1 - r.p_first_wins
       FROM rollout_pairs r JOIN hand_classes ha ON ha.class_id = r.a JOIN hand_classes hb ON hb.class_id = r.b
       WHERE r.a <> r.b"""))
+
+
+_add(Table(
+    "equilibrium_jam", "equilibrium_nodes unnested: one row per (state, node, hand class).",
+    (GAME, PLAYERS, STATE, _c("node", "SMALLINT", "decision node"), _c("actor_name", "VARCHAR", "acting position"),
+     _c("jammed_before", "VARCHAR[]", "positions that jammed before"), _c("class_id", "SMALLINT", "hand class"),
+     _c("label", "VARCHAR", "hand class label"), _c("jam_probability", "DOUBLE", "probability of jamming")),
+    key=(), kind="view",
+    view_sql="""
+      SELECT n.game, n.players, n.state_id, n.node, n.actor_name, n.jammed_before, h.class_id, h.label,
+             n.jam[h.class_id + 1] AS jam_probability
+      FROM equilibrium_nodes n CROSS JOIN hand_classes h"""))
 
 
 def ordered_ddl() -> list[str]:

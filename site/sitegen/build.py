@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sitegen import pages
+from sitegen import pages, pages_equilibrium
 from sitegen.embed import write_assets
 from warehouse import db
 
@@ -18,6 +18,9 @@ PAGES = {
     "index.md": pages.home_page,
     "showdown.md": pages.showdown_page,
     "equity-models.md": pages.equity_models_page,
+    "equilibrium.md": pages_equilibrium.equilibrium_page,
+    "push-fold.md": pages_equilibrium.push_fold_page,
+    "solve-quality.md": pages_equilibrium.solve_quality_page,
     "warehouse.md": pages.warehouse_page,
 }
 

@@ -7,6 +7,7 @@ local copy of vega-embed (no network needed); see :mod:`sitegen.embed`.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 MODEL_COLORS = {"harville": "#1f77b4", "weitzman": "#ff7f0e", "roberts": "#2ca02c",
@@ -92,3 +93,54 @@ def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
         )
         .properties(width=520, height=110)
     )
+
+
+def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 4) -> alt.Chart:
+    """13×13 jam-probability grids, one panel per decision node.
+
+    ``df`` columns: panel (node description), grid_row, grid_col, label, jam_probability.
+    """
+    ranks = list("AKQJT98765432")
+    base = alt.Chart(df).encode(
+        x=alt.X("col_rank:N", sort=ranks, title=None, axis=alt.Axis(labelFontSize=8)),
+        y=alt.Y("row_rank:N", sort=ranks, title=None, axis=alt.Axis(labelFontSize=8)),
+    ).transform_calculate(col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
+    rect = base.mark_rect().encode(
+        color=alt.Color("jam_probability:Q", title="P(jam)", scale=alt.Scale(scheme="greens", domain=[0, 1])),
+        tooltip=[alt.Tooltip("panel:N", title="node"), alt.Tooltip("label:N", title="hand"),
+                 alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
+    text = base.mark_text(fontSize=6).encode(text="label:N")
+    return (rect + text).properties(width=190, height=190).facet(
+        facet=alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns=columns)
+
+
+def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
+    """Lines of a $ value by stack, one colour per series, one panel per player count.
+
+    ``df`` columns: players, stack, series, value.
+    """
+    series = list(dict.fromkeys(df["series"]))
+    return (
+        alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+            x=alt.X("stack:Q", title="stack (small-blind units)"),
+            y=alt.Y("value:Q", title=title),
+            color=alt.Color("series:N", title="", scale=model_color_scale(series), sort=series),
+            strokeDash=alt.condition(alt.datum.series == "proportional", alt.value([4, 4]), alt.value([1, 0])),
+            tooltip=["players:O", "series:N", alt.Tooltip("stack:Q", title="stack"),
+                     alt.Tooltip("value:Q", format=".4f")],
+        ).properties(width=300, height=220)
+        .facet(column=alt.Column("players:O", title="players in the state"))
+    )
+
+
+def exploitability_histogram(df: pd.DataFrame, gamma: float) -> alt.Chart:
+    """Distribution of per-state exploitability (log10 $), one colour per player count; ``df``: players, exploitability."""
+    data = df.assign(log10_expl=lambda d: np.log10(d["exploitability"].clip(lower=1e-12)))
+    bars = alt.Chart(data).mark_bar(opacity=0.8).encode(
+        x=alt.X("log10_expl:Q", bin=alt.Bin(maxbins=40), title="log10 exploitability of the state's hand ($)"),
+        y=alt.Y("count():Q", title="states", stack=True),
+        color=alt.Color("players:N", title="players"),
+    )
+    rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+        x="g:Q", tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
+    return (bars + rule).properties(width=600, height=260, title="Per-state exploitability (red: gamma)")

@@ -1,0 +1,175 @@
+"""Equilibrium assets: one PI-CFR+ solve per layer (2, 3, 4, 5 players), SPEC §5–6.
+
+Each layer asset reads the showdown tables and the smaller layers' values from the warehouse,
+solves its layer (resuming from `.cache/solve/<game>-<config hash>/` after an interrupt), and
+writes values, strategies, per-state exploitability, the solve log and the finishing
+probabilities of its layer. Layers above the game's player count report that they do not apply.
+"""
+
+import hashlib
+import time
+from functools import lru_cache
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from assets.models import game_states
+from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.rollout import load_tables, rollout_pairs, rollout_triples
+from engine.cfr import SolverTensors
+from engine.config import GameConfig, position_names
+from engine.hand import hand_tree
+from engine.policy_evaluation import finishing_probabilities
+from engine.showdown import showdown_tensors
+from engine.tournament import LayerSolution, solve_layer
+from warehouse import db
+
+LAYERS = (2, 3, 4, 5)
+
+
+@lru_cache(maxsize=2)
+def _tensors(warehouse_path: str, pairs_id: str, triples_id: str, cfg_json: str) -> SolverTensors:
+    from engine.config import make_config
+    import json
+
+    cfg = make_config(**json.loads(cfg_json))
+    with db.session(warehouse_path, read_only=False) as con:
+        pairs, triples = load_tables(con, cfg)
+    return SolverTensors(showdown_tensors(pairs, triples))
+
+
+def checkpoint_dir(cfg: GameConfig):
+    digest = hashlib.sha1(cfg.to_json().encode()).hexdigest()[:10]
+    return cache_dir("solve", f"{cfg.name}-{digest}")
+
+
+def _lower(con, cfg: GameConfig, n: int, table: str, column: str, shape_last: int | None = None) -> dict[int, np.ndarray]:
+    out = {}
+    for k in range(2, n):
+        df = con.execute(f"SELECT * FROM {table} WHERE game = ? AND players = ? ORDER BY ALL", [cfg.name, k]).df()
+        m = int(df["state_id"].max()) + 1
+        if shape_last is None:
+            arr = np.zeros((m, k))
+            arr[df["state_id"], df["position"]] = df[column]
+        else:
+            arr = np.zeros((m, k, shape_last))
+            arr[df["state_id"], df["position"], df["place"] - 1] = df[column]
+        out[k] = arr
+    return out
+
+
+def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray) -> dict:
+    """Write one solved layer's tables (each in one transaction); returns row counts."""
+    n, m = sol.players, len(sol.stacks)
+    key = {"game": cfg.name, "players": n}
+    sid, pos = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    rows = {}
+    rows["equilibrium_values"] = db.replace_rows(con, "equilibrium_values", pd.DataFrame(
+        {"state_id": sid.ravel(), "position": pos.ravel(), "value": sol.values.ravel()}), key)
+    names = position_names(n)
+    nodes = []
+    for s, stacks in enumerate(sol.stacks):
+        tree = hand_tree(tuple(int(x) for x in stacks), cfg.payouts)
+        for k, node in enumerate(tree.nodes):
+            nodes.append((s, k, node.actor, names[node.actor], [names[j] for j in node.jammers_before],
+                          sol.strategy[s][k]))
+    rows["equilibrium_nodes"] = db.replace_rows(con, "equilibrium_nodes", pd.DataFrame(
+        nodes, columns=["state_id", "node", "actor", "actor_name", "jammed_before", "jam"]), key)
+    rows["state_quality"] = db.replace_rows(con, "state_quality", pd.DataFrame(
+        {"state_id": np.arange(m), "exploitability": sol.exploitability, "cfr_iterations": sol.iterations}), key)
+    log = pd.DataFrame(sol.log).drop(columns=["players"])
+    rows["solve_log"] = db.replace_rows(con, "solve_log", log, key)
+    places = finishing.shape[2]
+    sid3, pos3, pl3 = np.meshgrid(np.arange(m), np.arange(n), np.arange(places), indexing="ij")
+    keep = pl3.ravel() < n
+    rows["finishing"] = db.replace_rows(con, "finishing", pd.DataFrame(
+        {"state_id": sid3.ravel()[keep], "position": pos3.ravel()[keep], "place": pl3.ravel()[keep] + 1,
+         "probability": finishing.ravel()[keep]}), key)
+    return rows
+
+
+def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
+    open_prize = float(sum(cfg.payouts[:n]))
+    err = con.execute("""SELECT coalesce(max(abs(s - ?)), 0) FROM (
+                           SELECT sum(value) s FROM equilibrium_values WHERE game = ? AND players = ? GROUP BY state_id)""",
+                      [open_prize, cfg.name, n]).fetchone()[0]
+    worst, over = con.execute("""SELECT coalesce(max(exploitability), 0), count(*) FILTER (WHERE exploitability > ?)
+                                 FROM state_quality WHERE game = ? AND players = ?""",
+                              [cfg.gamma, cfg.name, n]).fetchone()
+    fin_err = con.execute("""SELECT coalesce(max(abs(s - 1)), 0) FROM (
+                               SELECT sum(probability) s FROM finishing WHERE game = ? AND players = ?
+                               GROUP BY state_id, position)""", [cfg.name, n]).fetchone()[0]
+    return [
+        dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6),
+                            metadata={"max_error_usd": float(err), "open_prizes": open_prize}),
+        dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
+                            metadata={"max_exploitability": float(worst), "gamma": cfg.gamma, "states_over": int(over)}),
+        dg.AssetCheckResult(check_name="finishing_probabilities_sum_to_1", passed=bool(fin_err <= 1e-6),
+                            metadata={"max_error": float(fin_err)}),
+    ]
+
+
+def _layer_asset(n: int, previous):
+    name = f"solve_{n}p"
+    deps = [rollout_pairs, rollout_triples, game_states] + ([previous] if previous is not None else [])
+
+    @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
+              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True) for c in
+                           ("values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1")],
+              description=f"PI-CFR+ equilibrium of the {n}-player layer: values (`equilibrium_values`), strategies "
+                          f"(`equilibrium_nodes`, view `equilibrium_jam`), per-state exploitability (`state_quality`), "
+                          f"outer-iteration log (`solve_log`), finishing probabilities (`finishing`). Resumable.")
+    def layer(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        cfg = game.config()
+        if n > cfg.players:
+            checks = [dg.AssetCheckResult(check_name=c, passed=True, metadata={"skipped": f"game has {cfg.players} players"})
+                      for c in ("values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1")]
+            return dg.MaterializeResult(metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
+                                        check_results=checks)
+        t0 = time.perf_counter()
+        tensors = _tensors(warehouse.path, cfg.rollout_id("pairs"), cfg.rollout_id("triples"), cfg.to_json())
+        with warehouse.connect() as con:
+            lower_values = _lower(con, cfg, n, "equilibrium_values", "value")
+            lower_finishing = _lower(con, cfg, n, "finishing", "probability", shape_last=cfg.players)
+
+        def progress(event: dict) -> None:
+            if event["event"] == "outer":
+                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: "
+                                 f"{event['states_updated']} states updated, {event['cfr_iterations']} CFR+ iterations, "
+                                 f"max |ΔV| {event['max_delta_v']:.2e} $, max exploitability "
+                                 f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
+            elif event["event"] == "resumed":
+                context.log.info(f"{n}-player layer resumed after outer iteration {event['outer']}")
+
+        sol = solve_layer(cfg.units, n, cfg.payouts, cfg.gamma, tensors, lower_values,
+                          checkpoint=checkpoint_dir(cfg), progress=progress)
+        fin = finishing_probabilities(sol.hands, sol.order_probs, n, lower_finishing, cfg.players)
+        with warehouse.connect() as con:
+            rows = write_layer(con, cfg, sol, fin)
+            checks = _check_layer(con, cfg, n)
+            preview = db.preview_markdown(con, """
+                SELECT s.stacks, s.positions, list(round(v.value, 4) ORDER BY v.position) AS equilibrium
+                FROM equilibrium_values v JOIN states s USING (game, players, state_id)
+                WHERE v.game = ? AND v.players = ? GROUP BY ALL ORDER BY s.stacks""", [cfg.name, n])
+        wall = time.perf_counter() - t0
+        return dg.MaterializeResult(
+            metadata={"game": cfg.name, "states": len(sol.stacks), "outer_iterations": len(sol.log),
+                      "cfr_iterations": int(sol.iterations.sum()),
+                      "max_exploitability_usd": float(sol.exploitability.max()), "gamma": cfg.gamma,
+                      "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
+                      "preview": dg.MetadataValue.md(preview)},
+            check_results=checks)
+
+    return layer
+
+
+def _build():
+    out, prev = [], None
+    for n in LAYERS:
+        prev = _layer_asset(n, prev)
+        out.append(prev)
+    return out
+
+
+LAYER_ASSETS = _build()

@@ -1,0 +1,216 @@
+"""PI-CFR+: the whole tournament solved layer by layer (SPEC §6).
+
+A layer is every state with the same number of players; a hand only leads to states of its own
+layer or of smaller ones, so layers are solved 2, 3, …, players. Within a layer:
+
+1. initialise the values V (m states × n positions, $) with ICM (Malmuth-Harville);
+2. (a) for every state whose hand, with successor values from V, is more than ``gamma``
+   exploitable, continue CFR+ (warm: regrets and average strategy are kept) until it is not;
+3. (b) policy evaluation: solve the linear system of the layer's Markov chain for V exactly;
+4. stop when, after (b), no state needs (a).
+
+Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time) and, with a
+checkpoint folder, saved atomically, so an interrupted solve resumes from its last completed
+outer iteration (a finished layer is never recomputed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine import equity_models, states
+from engine.cfr import NC, HandSolver, SolverTensors, Workspace
+from engine.game_tree import CompiledHand, compile_hand, utilities
+from engine.hand import hand_tree
+from engine.policy_evaluation import evaluate_layer
+
+ProgressFn = Callable[[dict], None]
+
+
+@dataclass
+class LayerSolution:
+    """The solved layer: per state its strategy (average CFR+ profile), values and quality."""
+
+    players: int
+    stacks: np.ndarray  # (m, n) units, acting order
+    values: np.ndarray  # (m, n) $ equilibrium payoffs
+    strategy: list[np.ndarray]  # per state (nodes, 169) jam probabilities
+    exploitability: np.ndarray  # (m,) $ largest best-response gain of the state's hand
+    iterations: np.ndarray  # (m,) CFR+ iterations spent on the state
+    hands: list[CompiledHand]
+    order_probs: list[np.ndarray]  # per state (terminals, 6) outcome probabilities of the profile
+    log: list[dict] = field(default_factory=list)
+
+
+def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
+    """Harville payoffs ($) of a layer: the players present compete for places 1..n."""
+    n = stacks.shape[1]
+    prizes = np.zeros(n)
+    k = min(n, len(payouts))
+    prizes[:k] = payouts[:k]
+    return equity_models.payoffs(equity_models.finishing_matrices("harville", stacks.astype(np.float64)), prizes)
+
+
+def _index_fn(units: int):
+    def index(next_stacks: tuple[int, ...]) -> int:
+        return states.state_index(next_stacks)
+    return index
+
+
+def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.ndarray, list[CompiledHand]]:
+    """All states of the n-player layer and their compiled hands."""
+    stacks = states.enumerate_states(units, n)
+    index = _index_fn(units)
+    hands = [compile_hand(tuple(int(x) for x in row), payouts, index, hand_tree(tuple(int(x) for x in row), payouts))
+             for row in stacks]
+    return stacks, hands
+
+
+class _Pool:
+    """Threads with one workspace each (the numba kernels release the GIL)."""
+
+    def __init__(self, threads: int, hand: CompiledHand):
+        self.threads = max(1, threads)
+        self.local = threading.local()
+        self.template = hand
+        self.executor = ThreadPoolExecutor(self.threads)
+
+    def workspace(self) -> Workspace:
+        ws = getattr(self.local, "ws", None)
+        if ws is None:
+            ws = self.local.ws = Workspace.for_hand(self.template)
+        return ws
+
+    def map(self, fn, items):
+        return list(self.executor.map(fn, items))
+
+    def close(self) -> None:
+        self.executor.shutdown()
+
+
+def _largest_hand(hands: list[CompiledHand]) -> CompiledHand:
+    return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
+
+
+def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
+                lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
+                max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
+                progress: ProgressFn | None = None) -> LayerSolution:
+    """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers."""
+    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    t_start = time.perf_counter()
+    stacks, hands = compile_layer(units, n, payouts)
+    m = len(hands)
+    solvers = [HandSolver(h, tensors) for h in hands]
+    V = icm_values(stacks, payouts)
+    log: list[dict] = []
+    start_outer = 0
+    if checkpoint is not None and (checkpoint / f"layer{n}.npz").exists():
+        V, log, start_outer = _load_checkpoint(checkpoint / f"layer{n}.npz", solvers)
+        if progress:
+            progress({"event": "resumed", "players": n, "outer": start_outer})
+    pool = _Pool(threads, _largest_hand(hands))
+    expl = np.zeros(m)
+    order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
+    try:
+        for outer in range(start_outer, max_outer):
+            t0 = time.perf_counter()
+            values = {**lower_values, n: V}
+
+            def work(s: int) -> tuple[int, float, int]:
+                ws = pool.workspace()
+                solver = solvers[s]
+                U = utilities(solver.hand, values)
+                e, _ = solver.exploitability(U, ws=ws)
+                spent = 0
+                if e > gamma:
+                    if solver.iterations:
+                        solver.restart_average()
+                    while e > gamma and spent < max_iterations:
+                        solver.iterate(U, batch, delay=2 if solver.avg_start == 0 else 0, ws=ws)
+                        spent += batch
+                        e, _ = solver.exploitability(U, ws=ws)
+                order_probs[s] = solver.order_probs.copy()
+                return s, e, spent
+
+            results = pool.map(work, range(m))
+            spent_total = 0
+            updated = 0
+            for s, e, spent in results:
+                expl[s] = e
+                spent_total += spent
+                updated += spent > 0
+            V_new = evaluate_layer(hands, order_probs, n, lower_values)
+            delta = float(np.abs(V_new - V).max())
+            V = V_new
+            entry = {"players": n, "outer_iteration": outer + 1, "states_updated": int(updated),
+                     "cfr_iterations": int(spent_total), "max_delta_v": delta,
+                     "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
+            log.append(entry)
+            if progress:
+                progress({"event": "outer", **entry})
+            if checkpoint is not None:
+                _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
+            if updated == 0:
+                break
+    finally:
+        pool.close()
+    if progress:
+        progress({"event": "layer_done", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
+    return LayerSolution(players=n, stacks=stacks, values=V, strategy=[s.average_strategy() for s in solvers],
+                         exploitability=expl, iterations=np.array([s.iterations for s in solvers]), hands=hands,
+                         order_probs=order_probs, log=log)
+
+
+def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
+                     threads: int | None = None, checkpoint: Path | None = None,
+                     progress: ProgressFn | None = None) -> dict[int, LayerSolution]:
+    """Every layer 2..players, each solved given the smaller ones."""
+    solved: dict[int, LayerSolution] = {}
+    for n in range(2, players + 1):
+        lower = {k: sol.values for k, sol in solved.items()}
+        solved[n] = solve_layer(units, n, payouts, gamma, tensors, lower, threads=threads, checkpoint=checkpoint,
+                                progress=progress)
+    return solved
+
+
+def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver]) -> None:
+    """Everything a resumed solve needs, written to a temp file and renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    sizes = np.array([len(s.hand.node_actor) for s in solvers])
+    np.savez(tmp, V=V, outer=outer, sizes=sizes,
+             log=np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
+             log_keys=np.array(list(log[0].keys()) if log else []),
+             regret_jam=np.concatenate([s.regret_jam for s in solvers]) if solvers else np.zeros((0, NC)),
+             regret_fold=np.concatenate([s.regret_fold for s in solvers]) if solvers else np.zeros((0, NC)),
+             avg_num=np.concatenate([s.avg_num for s in solvers]) if solvers else np.zeros((0, NC)),
+             avg_den=np.array([s.avg_den for s in solvers]), iterations=np.array([s.iterations for s in solvers]))
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, list[dict], int]:
+    data = np.load(path)
+    sizes = np.array([len(s.hand.node_actor) for s in solvers])
+    if not np.array_equal(sizes, data["sizes"]):
+        raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for i, s in enumerate(solvers):
+        sl = slice(offsets[i], offsets[i + 1])
+        s.regret_jam[:] = data["regret_jam"][sl]
+        s.regret_fold[:] = data["regret_fold"][sl]
+        s.avg_num[:] = data["avg_num"][sl]
+        s.avg_den = float(data["avg_den"][i])
+        s.iterations = int(data["iterations"][i])
+    keys = [str(k) for k in data["log_keys"]]
+    log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "cfr_iterations") else float(v))
+            for k, v in zip(keys, row)} for row in data["log"]]
+    return data["V"], log, int(data["outer"])

@@ -1,0 +1,172 @@
+"""Equilibrium pages: payoffs and finishing probabilities by stack, push/fold charts, solve quality."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from sitegen import charts
+from sitegen.embed import chart_html
+from sitegen.pages import game_info, query_block
+from warehouse.db import frame_markdown
+
+
+def _solved_layers(con: duckdb.DuckDBPyConnection, game: str) -> list[int]:
+    return [r[0] for r in con.execute("SELECT DISTINCT players FROM equilibrium_values WHERE game = ? ORDER BY 1",
+                                      [game]).fetchall()]
+
+
+def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    layers = _solved_layers(con, game)
+    if not layers:
+        return f"# Equilibrium\n\nNo layer of game `{game}` is solved in this warehouse yet (assets `solve_2p` … `solve_5p`).\n"
+    pool = float(sum(cfg["payouts"]))
+    units = cfg["units"]
+    eq = con.execute(
+        """SELECT v.players, s.stacks[v.position + 1] AS stack, avg(v.value) AS value
+           FROM equilibrium_values v JOIN states s USING (game, players, state_id) WHERE v.game = ? GROUP BY ALL""",
+        [game]).df().assign(series="equilibrium")
+    icm = con.execute(
+        """SELECT players, stack, avg(payoff) AS value FROM model_payoffs WHERE game = ? AND model = 'harville'
+           AND players IN (SELECT unnest(?::INTEGER[])) GROUP BY ALL""", [game, layers]).df().assign(series="harville")
+    prop = eq[["players", "stack"]].drop_duplicates().assign(
+        value=lambda d: d["stack"] / units * d["players"].map(lambda n: float(sum(cfg["payouts"][:n]))),
+        series="proportional")
+    by_stack = pd.concat([eq, icm, prop], ignore_index=True).sort_values(["players", "series", "stack"])
+    win = con.execute(
+        """SELECT f.players, s.stacks[f.position + 1] AS stack, avg(f.probability) AS p_win
+           FROM finishing f JOIN states s USING (game, players, state_id)
+           WHERE f.game = ? AND f.place = 1 GROUP BY ALL ORDER BY ALL""", [game]).df()
+    win["proportional"] = win["stack"] / units
+    win["relative_difference_pct"] = 100 * (win["p_win"] - win["proportional"]) / win["proportional"]
+    win_chart = pd.concat([
+        win[["players", "stack", "p_win"]].rename(columns={"p_win": "value"}).assign(series="equilibrium"),
+        win[["players", "stack", "proportional"]].rename(columns={"proportional": "value"}).assign(series="proportional")])
+    fin_tables = []
+    for n in layers:
+        fin = con.execute(
+            """SELECT s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
+               FROM finishing f JOIN states s USING (game, players, state_id)
+               WHERE f.game = ? AND f.players = ? GROUP BY ALL""", [game, n]).df()
+        wide = fin.pivot_table(index="stack", columns="place", values="p").reset_index()
+        wide.columns = ["stack", *[f"P{c}" for c in wide.columns[1:]]]
+        fin_tables.append(f"**{n} players**\n\n{frame_markdown(wide, decimals=3)}\n")
+    win_table = win[win["players"] == max(layers)][["stack", "p_win", "proportional", "relative_difference_pct"]]
+    return f"""# Equilibrium
+
+The near-exact Nash equilibrium of game `{game}` ({cfg['players']} players, {units} units, payouts
+{', '.join(f'{p:g}' for p in cfg['payouts'])} $), solved layer by layer with PI-CFR+ to a per-hand
+exploitability of at most {cfg['gamma']:g} $ (see [Solve quality](solve-quality.md)). Layers solved: {', '.join(map(str, layers))} players.
+
+## Equilibrium payoff by stack size
+
+Mean equilibrium payoff of a stack of each size over every state and position of a player count,
+next to ICM (Harville) and the chip-proportional payoff stack / {units} × open prize money.
+{chart_html(charts.value_by_stack(by_stack, "mean payoff ($)"), "eq-payoff-by-stack")}
+
+## Winning probability against proportional
+
+Mean equilibrium probability of finishing first for each stack size, against the proportional
+x / {units}; the table shows the largest layer and the relative difference in %.
+{chart_html(charts.value_by_stack(win_chart, "P(win)"), "eq-win-vs-proportional")}
+
+{frame_markdown(win_table, decimals=4)}
+
+## Average finishing probabilities by stack size
+
+{chr(10).join(fin_tables)}
+
+## Query it
+
+{query_block(f'''SELECT s.stacks, s.positions, list(round(v.value, 4) ORDER BY v.position) AS equilibrium
+FROM equilibrium_values v JOIN states s USING (game, players, state_id)
+WHERE v.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] GROUP BY ALL''')}
+{query_block(f"SELECT * FROM finishing WHERE game = '{game}' AND players = {max(layers)} AND state_id = 0")}
+"""
+
+
+def _state_grids(con: duckdb.DuckDBPyConnection, game: str, stacks: list[int]) -> pd.DataFrame:
+    return con.execute(
+        """SELECT j.node AS "order", j.actor_name || CASE WHEN len(j.jammed_before) = 0 THEN ' first in'
+                      ELSE ' after ' || array_to_string(j.jammed_before, ' + ') || ' jam' END AS panel,
+                  h.grid_row, h.grid_col, h.label, j.jam_probability
+           FROM equilibrium_jam j JOIN states s USING (game, players, state_id) JOIN hand_classes h USING (class_id, label)
+           WHERE j.game = ? AND s.stacks = ?""", [game, stacks]).df()
+
+
+def push_fold_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    layers = _solved_layers(con, game)
+    if not layers:
+        return "# Push/fold charts\n\nNo layer is solved yet.\n"
+    start = list(cfg["start"])
+    sections = []
+    examples = [("start state", start)]
+    n = max(layers)
+    units = cfg["units"]
+    if n >= 3:
+        base, extra = divmod(units - 1, n - 1)
+        examples.append(("a big blind all-in for 1 unit", [base + (1 if i < extra else 0) for i in range(n - 1)] + [1]))
+    examples.append(("heads-up, even stacks", [units // 2, units - units // 2]))
+    for title, stacks in examples:
+        if len(stacks) not in layers or sum(stacks) != units or min(stacks) < 1:
+            continue
+        grids = _state_grids(con, game, stacks)
+        if grids.empty:
+            continue
+        cid = "pf-" + "-".join(map(str, stacks))
+        sections.append(f"## {title.capitalize()}: stacks {', '.join(map(str, stacks))}\n\n"
+                        f"{chart_html(charts.push_fold_grids(grids, f'jam probability per decision node, stacks {stacks}'), cid)}")
+    return f"""# Push/fold charts
+
+13×13 grids of the equilibrium jam probability of each hand class (pairs on the diagonal, suited
+above, offsuit below) at every decision node of a state: the acting position and who jammed
+before. Any state's charts can be drawn from the view `equilibrium_jam`; `jamfold state --stacks …`
+prints the same ranges as range strings.
+
+{chr(10).join(sections)}
+
+## Query it
+
+{query_block(f'''SELECT j.actor_name, j.jammed_before, j.label, j.jam_probability
+FROM equilibrium_jam j JOIN states s USING (game, players, state_id)
+WHERE j.game = '{game}' AND s.stacks = [{', '.join(map(str, start))}] AND j.jam_probability > 0
+ORDER BY j.node, j.class_id''')}
+"""
+
+
+def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    q = con.execute("SELECT players, exploitability FROM state_quality WHERE game = ?", [game]).df()
+    if q.empty:
+        return "# Solve quality\n\nNo layer is solved yet.\n"
+    summary = con.execute(
+        """SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
+                  avg(exploitability) AS mean_exploitability, sum(cfr_iterations) AS cfr_iterations,
+                  count(*) FILTER (WHERE exploitability > ?) AS states_above_gamma
+           FROM state_quality WHERE game = ? GROUP BY players ORDER BY players""", [cfg["gamma"], game]).df()
+    log = con.execute("""SELECT players, outer_iteration, states_updated, cfr_iterations, max_delta_v,
+                                max_exploitability, round(wall_s, 2) AS wall_s
+                         FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
+    return f"""# Solve quality
+
+Every state's hand is solved until no player gains more than gamma = {cfg['gamma']:g} $ by a best
+response (computed exactly from counterfactual values, in $ averaged over his deal), and each
+layer's outer loop stops when a policy evaluation leaves no state above gamma.
+
+## Per layer
+
+{frame_markdown(summary)}
+
+{chart_html(charts.exploitability_histogram(q, cfg['gamma']), "expl-hist")}
+
+## Convergence log (outer PI-CFR+ iterations)
+
+{frame_markdown(log)}
+
+## Query it
+
+{query_block(f"SELECT * FROM solve_log WHERE game = '{game}' ORDER BY players, outer_iteration")}
+{query_block(f"SELECT players, max(exploitability) FROM state_quality WHERE game = '{game}' GROUP BY players")}
+"""
