@@ -162,6 +162,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource
+    from assets.solve import LAYER_ASSETS
     from warehouse import db
 
     db.connect(args.warehouse).close()
@@ -172,7 +173,10 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    result = dg.materialize(ALL_ASSETS, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,
+    selection = ALL_ASSETS if args.solve else [a for a in ALL_ASSETS if a not in LAYER_ASSETS]
+    if not args.solve:
+        print("(equilibrium layers skipped; add --solve to run PI-CFR+ — long: see README)", file=sys.stderr)
+    result = dg.materialize(selection, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,
                             tags={"game": cfg.name})
     if not result.success:
         print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
@@ -252,7 +256,7 @@ def cmd_state(args: argparse.Namespace) -> None:
         mixed = [(lab, p) for lab, p in node["jam"].items() if 0.001 < p < 0.999]
         share = 100 * sum(p * CLASS_COMBO_COUNT[c] for c, p in enumerate(node["jam"].values())) / 1326
         print(f"\n{node['actor']} after {before} jammed: jams {range_string(pure) or 'nothing'}"
-              + (f"; mixes {', '.join(f'{lab} {p:.2f}' for lab, p in mixed)}" if mixed else "")
+              + (f"; mixes {', '.join(f'{lab} {p:.3f}' for lab, p in mixed)}" if mixed else "")
               + f"  ({share:.1f}% of hands)")
 
 
@@ -317,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--gamma", type=float)
     b.add_argument("--start", type=int, nargs="+")
     b.add_argument("--warehouse", default=None)
+    b.add_argument("--solve", action="store_true",
+                   help="also solve the equilibrium layers (solve_2p … solve_5p); resumable, can take hours")
     b.set_defaults(func=cmd_build)
     return p
 

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-PAGES = ["index.html", "showdown.html", "equity-models.html", "warehouse.html"]
+PAGES = ["index.html", "showdown.html", "equity-models.html", "warehouse.html", "equilibrium.html", "push-fold.html",
+         "solve-quality.html"]
 
 
 def test_pages_exist_and_link_assets(tiny_build):
@@ -56,7 +57,8 @@ def _rendered_dom(url: str) -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2)])
+@pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
+                                          ("push-fold.html", 3), ("solve-quality.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")

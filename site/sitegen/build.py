@@ -14,6 +14,10 @@ from sitegen.embed import write_assets
 from warehouse import db
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+NAV = [("Home", "index.md"), ("Showdown tables", "showdown.md"), ("Equity models", "equity-models.md"),
+       ("Equilibrium", "equilibrium.md"), ("Push/fold charts", "push-fold.md"), ("Solve quality", "solve-quality.md"),
+       ("Warehouse", "warehouse.md")]
+EQUILIBRIUM_PAGES = {"equilibrium.md", "push-fold.md", "solve-quality.md"}
 PAGES = {
     "index.md": pages.home_page,
     "showdown.md": pages.showdown_page,
@@ -31,7 +35,12 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
     write_assets(docs_dir)
     written = []
     with db.session(warehouse, read_only=True) as con:
+        solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
+        for stale in EQUILIBRIUM_PAGES:
+            (docs_dir / stale).unlink(missing_ok=True)
         for name, render in PAGES.items():
+            if name in EQUILIBRIUM_PAGES and not solved:
+                continue  # no page until a layer of this game is solved
             path = docs_dir / name
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(render(con, game))
@@ -47,7 +56,8 @@ def build_site(game: str, warehouse: str | Path | None = None, out: Path | None 
     fresh, final, old = out / "site.new", out / "site", out / "site.old"
     shutil.rmtree(fresh, ignore_errors=True)
     env = {**os.environ, "JAMFOLD_DOCS_DIR": str(out / "docs")}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(REPO_ROOT / "mkdocs.yml"),
+    config = _write_config(out, [(title, page) for title, page in NAV if (out / "docs" / page).exists()])
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config),
                            "--site-dir", str(fresh)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
@@ -57,6 +67,14 @@ def build_site(game: str, warehouse: str | Path | None = None, out: Path | None 
     fresh.rename(final)
     shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _write_config(out: Path, nav: list[tuple[str, str]]) -> Path:
+    """mkdocs config for this build: the repo's mkdocs.yml plus a nav of the pages that exist."""
+    path = out / "mkdocs.yml"
+    lines = [f"INHERIT: {REPO_ROOT / 'mkdocs.yml'}", "nav:"] + [f'  - "{t}": {p}' for t, p in nav]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -43,6 +43,11 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
         ("pair table", _rollout_id(cfg, "pairs")), ("triple table", _rollout_id(cfg, "triples"))],
         columns=["parameter", "value"])
+    solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
+    equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
+                         "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states.\n"
+                         "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
+                         if solved else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
@@ -82,7 +87,7 @@ git clone <this repository> && cd <it>
 
 - [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
 - [Equity models](equity-models.md) — the three models on the thesis example and across the game's states.
-- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
+{equilibrium_links}- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
 """
 
 
