@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         print("jamfold: interrupted; finished work is kept", file=sys.stderr)

@@ -57,6 +57,11 @@ def test_equity_human_output(capsys):
     (["rollout"], "exactly one of --exact or --samples"),
     (["rollout", "--samples", "0"], "--samples: must be a whole number"),
     (["build", "--profile", "nope"], "profile: unknown profile"),
+    (["state", "--profile", "quick", "--stacks", "4", "4"], "--stacks: stacks must sum to the game's units (20)"),
+    (["state", "--profile", "quick", "--stacks", "x", "16"], "--stacks: 'x' is not a whole number"),
+    (["state", "--profile", "quick", "--stacks", "20"], "has states of 2 to 5 players"),
+    (["state", "--profile", "gs08", "--stacks", "0", "45"], "every stack must be ≥ 1 unit"),
+    (["state", "--profile", "gs08", "--stacks", "1", "41", "3", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
     (["build", "--profile", "quick", "--payouts", "10", "20"], "payouts: must be non-increasing"),
     (["build", "--profile", "quick", "--start", "1", "2"], "start: must list one stack per player"),
     (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
@@ -92,3 +97,19 @@ def test_showdown_triple_json(capsys):
 def test_showdown_human(capsys):
     code, out, _ = run(capsys, "showdown", "AKs", "72o")
     assert code == 0 and "P(AKs wins)" in out and "deal weight" in out
+
+
+def test_state_json_from_the_tiny_build(capsys, tiny_build):
+    code, out, err = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
+                         "--warehouse", str(tiny_build["warehouse"]), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["positions"] == ["BU", "SB", "BB"] and data["stacks"] == [3, 2, 1]
+    assert sum(data["equilibrium"]) == pytest.approx(100) and sum(data["icm"]) == pytest.approx(100)
+    assert np.allclose(np.sum(data["finishing"], axis=1), 1)
+    assert 0 <= data["exploitability"] <= 1e-3
+    assert data["nodes"] and all(len(node["jam"]) == 169 for node in data["nodes"])
+    assert data["nodes"][0]["actor"] == "BU" and data["nodes"][0]["jammed_before"] == []
+    code, out, _ = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
+                       "--warehouse", str(tiny_build["warehouse"]))
+    assert code == 0 and "BU after nobody jammed" in out
