@@ -72,6 +72,17 @@ def _size(d):
     return 1 if d == 0 else (NC if d == 1 else NC * NC)
 
 
+@nb.njit(cache=True, nogil=True)
+def _support(row, out):
+    """Indices of the positive entries of ``row`` written to ``out``; returns how many."""
+    k = 0
+    for c in range(NC):
+        if row[c] > 0.0:
+            out[k] = c
+            k += 1
+    return k
+
+
 @nb.njit(cache=True)
 def layout(node_depth, term_depth):
     """Offsets of each node's and each terminal's tensor in the flat work buffers."""
@@ -196,11 +207,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     for h in range(K):
         d = node_depth[h]
         off = node_off[h]
-        ns = 0
-        for c in range(NC):
-            if sigma[h, c] > 0.0:
-                supp[ns] = c
-                ns += 1
+        ns = _support(sigma[h], supp)
         if d == 0:
             s = 0.0
             for c in range(NC):
@@ -216,11 +223,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         else:
             # only the entries the chain's creator reads: rows it reaches, columns its actor jams
             cr = node_creator[h]
-            ncol = 0
-            for b in range(NC):
-                if sigma[cr, b] > 0.0:
-                    cols[ncol] = b
-                    ncol += 1
+            ncol = _support(sigma[cr], cols)
             for a in range(NC):
                 full = R[node_off[cr] + a] > 0.0
                 for bi in range(NC if full else ncol):
@@ -268,11 +271,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         size = _size(d)
         f = node_fold[h]
         j = node_jam[h]
-        ns = 0
-        for c in range(NC):
-            if sigma[h, c] > 0.0:
-                supp[ns] = c
-                ns += 1
+        ns = _support(sigma[h], supp)
         for c in range(NC):
             cf_fold[h, c] = 0.0
             cf_jam[h, c] = 0.0
@@ -311,11 +310,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             # depth 2: the jam child is a three-way showdown (terminal -1 - j, kind J3)
             tj = -1 - j
             cr = node_creator[h]
-            ncol = 0
-            for b in range(NC):
-                if sigma[cr, b] > 0.0:
-                    cols[ncol] = b
-                    ncol += 1
+            ncol = _support(sigma[cr], cols)
             for a in range(NC):
                 full = R[node_off[cr] + a] > 0.0
                 for bi in range(NC if full else ncol):
