@@ -56,14 +56,13 @@ class SolverTensors:
         self.wr1 = np.ascontiguousarray(t.win2_vs_random)
         self.or3r = np.ascontiguousarray(np.moveaxis(t.order3_vs_random, 0, -1))  # [a, b, o]
         self.or3rr = np.ascontiguousarray(np.moveaxis(t.order3_vs_two_random, 0, -1))  # [a, o]
-        self.cond3 = np.ascontiguousarray(t.cond3)
         self.joint3 = np.ascontiguousarray(t.joint3)
         order3 = np.moveaxis(t.order3, 0, -1)  # [a, b, c, o]
         self.m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
         self.m3j = np.ascontiguousarray(t.joint3[..., None] * order3)  # P(a, b, c) P(o | a, b, c)
 
     def args(self) -> tuple:
-        return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr, self.cond3,
+        return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
                 self.joint3, self.m3c, self.m3j)
 
 
@@ -176,8 +175,8 @@ def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3r
 
 @nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
-              p1, joint2, cond2, win2, wr1, or3r, or3rr, cond3, joint3, m3c, m3j,
-              node_off, term_off, R, S, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs):
+              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3c, m3j,
+              node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $), root_values (n, $) and
@@ -228,10 +227,18 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                 full = R[node_off[cr] + a] > 0.0
                 for bi in range(NC if full else ncol):
                     b = bi if full else cols[bi]
-                    s = 0.0
+                    # G[o] = Σ_c P(c | a, b) σ(c) P(o | a, b, c); the jam chance is Σ_o G[o]
+                    g = (off + a * NC + b) * 6
+                    for o in range(6):
+                        Gbuf[g + o] = 0.0
                     for i in range(ns):
                         c = supp[i]
-                        s += cond3[a, b, c] * sigma[h, c]
+                        sc = sigma[h, c]
+                        for o in range(6):
+                            Gbuf[g + o] += sc * m3c[a, b, c, o]
+                    s = 0.0
+                    for o in range(6):
+                        s += Gbuf[g + o]
                     S[off + a * NC + b] = s
         size = _size(d)
         f = node_fold[h]
@@ -263,7 +270,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             _terminal_order_probs(t, term_kind[t], term_depth[t], RT, term_off[t], p1, joint2, win2, wr1,
                                   or3r, or3rr, order_probs)
     # ---------------- backward: values and counterfactual values
-    G = np.empty(6)
     for h in range(K - 1, -1, -1):
         d = node_depth[h]
         k = node_actor[h]
@@ -316,18 +322,12 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                 for bi in range(NC if full else ncol):
                     b = bi if full else cols[bi]
                     i = a * NC + b
-                    for o in range(6):
-                        G[o] = 0.0
-                    for ii in range(ns):
-                        c = supp[ii]
-                        sc = sigma[h, c]
-                        for o in range(6):
-                            G[o] += sc * m3c[a, b, c, o]
+                    g = (off + i) * 6
                     for p in range(n):
                         qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
                         acc = (1.0 - S[off + i]) * qf
                         for o in range(6):
-                            acc += G[o] * U[tj, o, p]
+                            acc += Gbuf[g + o] * U[tj, o, p]
                         Q[p, off + i] = acc
                     r = R[off + i]
                     if r == 0.0:
@@ -363,6 +363,7 @@ class Workspace:
         self.n = n
         self.R = np.zeros(node_size)
         self.S = np.zeros(node_size)
+        self.G = np.zeros(node_size * 6)
         self.Q = np.zeros((n, node_size))
         self.Tbuf = np.zeros((n, term_size))
         self.RT = np.zeros(term_size)
@@ -379,6 +380,7 @@ class Workspace:
         ws.n = n
         ws.R = np.zeros(node_off[-1] + 1)
         ws.S = np.zeros(node_off[-1] + 1)
+        ws.G = np.zeros((node_off[-1] + 1) * 6)
         ws.Q = np.zeros((n, node_off[-1] + 1))
         ws.Tbuf = np.zeros((n, term_off[-1] + 1))
         ws.RT = np.zeros(term_off[-1] + 1)
@@ -434,7 +436,7 @@ class HandSolver:
         K, T = len(h.node_actor), len(h.term_kind)
         hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
-                  ws.S, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values, ws.order_probs)
+                  ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values, ws.order_probs)
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
         self.order_probs = ws.order_probs[:T]
         return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
