@@ -38,7 +38,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_J3, KIND_NONE, KIND_S2,
+from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_NONE, KIND_S2,
                               CompiledHand)
 from engine.showdown import ShowdownTensors
 

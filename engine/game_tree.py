@@ -65,7 +65,7 @@ def compile_hand(stacks: tuple[int, ...], payouts: tuple[float, ...],
     """Compile the hand at ``stacks`` (acting order); ``state_index`` maps next stacks to their layer index."""
     tree = tree or hand_tree(stacks, payouts)
     n = len(stacks)
-    K, T = len(tree.nodes), len(tree.terminals)
+    T = len(tree.terminals)
 
     def ref(child: tuple[str, int]) -> int:
         return child[1] if child[0] == "node" else -1 - child[1]

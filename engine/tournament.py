@@ -59,18 +59,13 @@ def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
     return equity_models.payoffs(equity_models.finishing_matrices("harville", stacks.astype(np.float64)), prizes)
 
 
-def _index_fn(units: int):
-    def index(next_stacks: tuple[int, ...]) -> int:
-        return states.state_index(next_stacks)
-    return index
-
-
 def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.ndarray, list[CompiledHand]]:
     """All states of the n-player layer and their compiled hands."""
     stacks = states.enumerate_states(units, n)
-    index = _index_fn(units)
-    hands = [compile_hand(tuple(int(x) for x in row), payouts, index, hand_tree(tuple(int(x) for x in row), payouts))
-             for row in stacks]
+    hands = []
+    for row in stacks:
+        key = tuple(int(x) for x in row)
+        hands.append(compile_hand(key, payouts, states.state_index, hand_tree(key, payouts)))
     return stacks, hands
 
 

@@ -1,7 +1,6 @@
 """Shared fixtures: a tiny game built end to end through the real Dagster graph."""
 
 import os
-from pathlib import Path
 
 import pytest
 

@@ -26,22 +26,23 @@ def query_block(sql: str) -> str:
 
 
 def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
-    row = con.execute("SELECT config_json FROM games WHERE game = ?", [game]).fetchone()
+    """The game's config as built, plus the rollout ids of its tables (`pairs_id`, `triples_id`)."""
+    row = con.execute("SELECT config_json, rollout_pairs, rollout_triples FROM games WHERE game = ?", [game]).fetchone()
     if row is None:
         raise LookupError(f"game {game!r} is not in the warehouse: materialize its assets first")
-    return json.loads(row[0])
+    return {**json.loads(row[0]), "pairs_id": row[1], "triples_id": row[2]}
 
 
 def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     builds = con.execute("""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s, built_at
                             FROM rollout_tables WHERE rollout IN (?, ?) ORDER BY kind""",
-                         [_rollout_id(cfg, "pairs"), _rollout_id(cfg, "triples")]).df()
+                         [cfg["pairs_id"], cfg["triples_id"]]).df()
     params = pd.DataFrame([
         ("players", cfg["players"]), ("units (SB = 1, BB = 2)", cfg["units"]),
         ("payouts ($)", ", ".join(f"{p:g}" for p in cfg["payouts"])), ("gamma ($ per hand)", cfg["gamma"]),
         ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
-        ("pair table", _rollout_id(cfg, "pairs")), ("triple table", _rollout_id(cfg, "triples"))],
+        ("pair table", cfg["pairs_id"]), ("triple table", cfg["triples_id"])],
         columns=["parameter", "value"])
     solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
     equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
@@ -91,14 +92,9 @@ git clone <this repository> && cd <it>
 """
 
 
-def _rollout_id(cfg: dict, kind: str) -> str:
-    mode = cfg["rollout_pairs"] if kind == "pairs" else cfg["rollout_triples"]
-    return "exact" if mode == "exact" else f"sampled-{cfg['rollout_samples']}-seed{cfg['rollout_seed']}"
-
-
 def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
-    pairs_id, triples_id = _rollout_id(cfg, "pairs"), _rollout_id(cfg, "triples")
+    pairs_id, triples_id = cfg["pairs_id"], cfg["triples_id"]
     labels = [r[0] for r in con.execute("SELECT label FROM hand_classes ORDER BY class_id").fetchall()]
     grid = con.execute("SELECT hand, versus, round(p_win, 5) AS p_win FROM pair_equities WHERE rollout = ?", [pairs_id]).df()
     build = con.execute("SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables "

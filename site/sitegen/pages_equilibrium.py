@@ -21,7 +21,6 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     layers = _solved_layers(con, game)
     if not layers:
         return f"# Equilibrium\n\nNo layer of game `{game}` is solved in this warehouse yet (assets `solve_2p` … `solve_5p`).\n"
-    pool = float(sum(cfg["payouts"]))
     units = cfg["units"]
     eq = con.execute(
         """SELECT v.players, s.stacks[v.position + 1] AS stack, avg(v.value) AS value
