@@ -187,6 +187,8 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
              log_keys=np.array(list(log[0].keys()) if log else []),
              regret_jam=np.concatenate([s.regret_jam for s in solvers]) if solvers else np.zeros((0, NC)),
              regret_fold=np.concatenate([s.regret_fold for s in solvers]) if solvers else np.zeros((0, NC)),
+             pred_jam=np.concatenate([s.pred_jam for s in solvers]) if solvers else np.zeros((0, NC)),
+             pred_fold=np.concatenate([s.pred_fold for s in solvers]) if solvers else np.zeros((0, NC)),
              avg_num=np.concatenate([s.avg_num for s in solvers]) if solvers else np.zeros((0, NC)),
              avg_den=np.array([s.avg_den for s in solvers]), iterations=np.array([s.iterations for s in solvers]))
     os.replace(tmp, path)
@@ -202,6 +204,8 @@ def _load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray,
         sl = slice(offsets[i], offsets[i + 1])
         s.regret_jam[:] = data["regret_jam"][sl]
         s.regret_fold[:] = data["regret_fold"][sl]
+        s.pred_jam[:] = data["pred_jam"][sl]
+        s.pred_fold[:] = data["pred_fold"][sl]
         s.avg_num[:] = data["avg_num"][sl]
         s.avg_den = float(data["avg_den"][i])
         s.iterations = int(data["iterations"][i])
