@@ -1,0 +1,177 @@
+"""Tournament best response: the ex post check of a strategy profile (SPEC §6).
+
+Fix a profile σ for every state of every layer. A single *nemesis* player deviates from it for
+the whole remaining tournament while everybody else keeps playing σ; he faces a Markov decision
+process over (state, his position). His optimal value W(s, p) is at least the profile's value
+V(s, p), and the tournament exploitability of σ at (s, p) is
+
+    ε(s, p) = W(s, p) − V(s, p)    ($).
+
+Layers only lead to themselves or to smaller layers, so W is computed from 2 players up; the
+values of seats in smaller layers are the nemesis values of those layers (he keeps deviating
+after eliminations).
+
+**Within a layer: policy iteration.** Start from W = V (σ's own values).
+
+1. *Improvement.* For every state, one exact hand pass of σ with successor values from W gives,
+   for every position p at once, the counterfactual values of p's information sets computed with
+   p's own payoffs (those do not depend on the other players' payoffs). The best single-hand
+   reply of p jams where cf_jam > cf_fold and folds where cf_jam < cf_fold (ties keep σ); its
+   value is root value + best-response gain (the Bellman update of W).
+2. *Evaluation.* With the nemesis in seat p playing that reply and the others σ, the hand's
+   outcome probabilities give the transitions of the row (s, p) of the MDP's Markov chain; the
+   chain over all (s, p) is solved exactly like a profile's values
+   (:func:`engine.policy_evaluation.solve_layer`, minimal non-negative solution).
+3. Stop when the Bellman residual max |update − W| is ≤ ``tol``.
+
+Policy iteration improves monotonically and ends after finitely many policies; on our layers a
+handful of rounds. Each round costs one hand pass per state plus one pass with outcome
+probabilities per (state, position) whose reply differs from σ.
+
+Units: values and gains in $.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+from engine.cfr import HandSolver, SolverTensors, Workspace, exploitability_from_cf
+from engine.game_tree import CompiledHand, utilities
+from engine.policy_evaluation import layer_transitions, solve_layer
+
+ProgressFn = Callable[[dict], None]
+
+
+def best_reply(sigma: np.ndarray, cf_fold: np.ndarray, cf_jam: np.ndarray, node_actor: np.ndarray,
+               player: int, tie: float = 1e-13) -> np.ndarray:
+    """σ with ``player``'s nodes replaced by his pure best single-hand reply (ties keep σ)."""
+    out = sigma.copy()
+    rows = node_actor == player
+    d = cf_jam[rows] - cf_fold[rows]
+    out[rows] = np.where(d > tie, 1.0, np.where(d < -tie, 0.0, sigma[rows]))
+    return out
+
+
+def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], values: np.ndarray,
+                  lower_nemesis: dict[int, np.ndarray], tensors: SolverTensors, *, tol: float = 1e-9,
+                  max_rounds: int = 50, threads: int | None = None,
+                  progress: ProgressFn | None = None) -> tuple[np.ndarray, list[dict]]:
+    """Nemesis values W (m × n, $) of one layer under the profile ``strategies``.
+
+    Args:
+        hands: compiled hands of the layer's states (layer order).
+        strategies: per state, the (nodes × 169) jam probabilities of σ.
+        values: σ's own values of the layer (m × n, $), the starting point.
+        lower_nemesis: nemesis values of every smaller layer an outcome can reach.
+        tensors: showdown tensors (the same as the solve's).
+        tol: stop when the Bellman residual is at most this ($).
+
+    Returns:
+        ``(W, log)``; log has one entry per round (residual $, rows whose reply differs from σ,
+        wall time).
+    """
+    m, n = values.shape
+    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    solvers = [HandSolver(h, tensors) for h in hands]
+    local = threading.local()
+    W = values.copy()
+    log: list[dict] = []
+    base_probs: list[np.ndarray | None] = [None] * m
+
+    def workspace(hand: CompiledHand) -> Workspace:
+        ws = getattr(local, "ws", None)
+        if ws is None or ws.n < hand.n_players:
+            ws = local.ws = Workspace.for_hand(_largest(hands))
+        return ws
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        for rnd in range(1, max_rounds + 1):
+            t0 = time.perf_counter()
+            table = {**lower_nemesis, n: W}
+
+            def improve(s: int):
+                solver, sigma = solvers[s], strategies[s]
+                ws = workspace(solver.hand)
+                U = utilities(solver.hand, table)
+                root, cf_fold, cf_jam, probs = solver.evaluate(sigma, U, ws, orders=base_probs[s] is None)
+                if base_probs[s] is None:
+                    base_probs[s] = probs.copy()
+                update = root + exploitability_from_cf(sigma, cf_fold, cf_jam, solver.hand.node_actor, n)
+                replies = []
+                for p in range(n):
+                    reply = best_reply(sigma, cf_fold, cf_jam, solver.hand.node_actor, p)
+                    replies.append(None if np.array_equal(reply, sigma) else reply)
+                per_seat = []
+                for p, reply in enumerate(replies):
+                    if reply is None:
+                        per_seat.append(base_probs[s])
+                    else:
+                        solver.evaluate(reply, U, ws, orders=True)
+                        per_seat.append(solver.order_probs.copy())
+                return update, per_seat, sum(r is not None for r in replies)
+
+            results = list(pool.map(improve, range(m)))
+            update = np.array([r[0] for r in results])
+            residual = float(np.abs(update - W).max()) if m else 0.0
+            deviating = int(sum(r[2] for r in results))
+            entry = {"players": n, "round": rnd, "bellman_residual": residual, "deviating_rows": deviating}
+            if residual <= tol:
+                entry["wall_s"] = time.perf_counter() - t0
+                log.append(entry)
+                if progress:
+                    progress({"event": "nemesis_round", **entry})
+                break
+            W = _evaluate_nemesis(hands, [r[1] for r in results], n, lower_nemesis, W)
+            entry["wall_s"] = time.perf_counter() - t0
+            log.append(entry)
+            if progress:
+                progress({"event": "nemesis_round", **entry})
+    return W, log
+
+
+def _largest(hands: list[CompiledHand]) -> CompiledHand:
+    return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
+
+
+def _evaluate_nemesis(hands: list[CompiledHand], per_seat_probs: list[list[np.ndarray]], n: int,
+                      lower_nemesis: dict[int, np.ndarray], W_prev: np.ndarray) -> np.ndarray:
+    """Exact values of the nemesis policy: row (s, p) of the chain uses seat p's outcome probabilities."""
+    m = len(hands)
+    rows_P, rows_c = [], []
+    mask = np.zeros((m, n), dtype=bool)
+    for p in range(n):
+        P_p, c_p = layer_transitions(hands, [probs[p] for probs in per_seat_probs], n, lower_nemesis)
+        mask[:] = False
+        mask[:, p] = True
+        select = sp.diags(mask.ravel().astype(np.float64))
+        rows_P.append(select @ P_p)
+        rows_c.append(np.where(mask.ravel(), c_p, 0.0))
+    P = sp.csr_matrix(sum(rows_P[1:], rows_P[0]))
+    c = np.sum(rows_c, axis=0)
+    # a player's value is one exit payment at most: a prize now or a seat's value in a smaller layer
+    upper = max([float(h.term_prize.max()) for h in hands] + [float(v.max()) for v in lower_nemesis.values() if v.size])
+    X, _ = solve_layer(P, c, upper=upper, x0=W_prev.reshape(-1, 1))
+    return X.reshape(m, n)
+
+
+def ex_post(layers: dict[int, tuple[list[CompiledHand], list[np.ndarray], np.ndarray]], tensors: SolverTensors,
+            *, tol: float = 1e-9, threads: int | None = None,
+            progress: ProgressFn | None = None) -> dict[int, tuple[np.ndarray, list[dict]]]:
+    """Nemesis values of every layer, 2 players up.
+
+    ``layers[n] = (hands, strategies, values)`` for n = 2 … players; returns ``{n: (W, log)}``.
+    The gain ε = W − values is the profile's tournament exploitability per (state, position).
+    """
+    out: dict[int, tuple[np.ndarray, list[dict]]] = {}
+    for n in sorted(layers):
+        hands, strategies, values = layers[n]
+        lower = {k: w for k, (w, _) in out.items()}
+        out[n] = nemesis_layer(hands, strategies, values, lower, tensors, tol=tol, threads=threads, progress=progress)
+    return out
