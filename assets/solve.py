@@ -39,24 +39,32 @@ def _tensors(warehouse_path: str, pairs_id: str, triples_id: str, cfg_json: str)
     return SolverTensors(showdown_tensors(pairs, triples))
 
 
+def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
+    """Solver tensors from the game's showdown tables in the warehouse (cached per process)."""
+    return _tensors(warehouse_path, cfg.rollout_id("pairs"), cfg.rollout_id("triples"), cfg.to_json())
+
+
 def checkpoint_dir(cfg: GameConfig):
     digest = hashlib.sha1(cfg.to_json().encode()).hexdigest()[:10]
     return cache_dir("solve", f"{cfg.name}-{digest}")
 
 
-def _lower(con, cfg: GameConfig, n: int, table: str, column: str, shape_last: int | None = None) -> dict[int, np.ndarray]:
-    out = {}
-    for k in range(2, n):
-        df = con.execute(f"SELECT * FROM {table} WHERE game = ? AND players = ? ORDER BY ALL", [cfg.name, k]).df()
-        m = int(df["state_id"].max()) + 1
-        if shape_last is None:
-            arr = np.zeros((m, k))
-            arr[df["state_id"], df["position"]] = df[column]
-        else:
-            arr = np.zeros((m, k, shape_last))
-            arr[df["state_id"], df["position"], df["place"] - 1] = df[column]
-        out[k] = arr
-    return out
+def read_layer_table(con, cfg: GameConfig, n: int, table: str, column: str, m: int | None = None,
+                     places: int | None = None) -> np.ndarray:
+    """One layer's (states, n) table — or (states, n, places) with ``places`` — from the warehouse."""
+    df = con.execute(f"SELECT * FROM {table} WHERE game = ? AND players = ?", [cfg.name, n]).df()
+    m = int(df["state_id"].max()) + 1 if m is None else m
+    if places is None:
+        arr = np.zeros((m, n))
+        arr[df["state_id"], df["position"]] = df[column]
+    else:
+        arr = np.zeros((m, n, places))
+        arr[df["state_id"], df["position"], df["place"] - 1] = df[column]
+    return arr
+
+
+def _lower(con, cfg: GameConfig, n: int, table: str, column: str, places: int | None = None) -> dict[int, np.ndarray]:
+    return {k: read_layer_table(con, cfg, k, table, column, places=places) for k in range(2, n)}
 
 
 def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray) -> dict:
@@ -128,10 +136,10 @@ def _layer_asset(n: int, previous):
             return dg.MaterializeResult(metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
                                         check_results=checks)
         t0 = time.perf_counter()
-        tensors = _tensors(warehouse.path, cfg.rollout_id("pairs"), cfg.rollout_id("triples"), cfg.to_json())
+        tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:
             lower_values = _lower(con, cfg, n, "equilibrium_values", "value")
-            lower_finishing = _lower(con, cfg, n, "finishing", "probability", shape_last=cfg.players)
+            lower_finishing = _lower(con, cfg, n, "finishing", "probability", places=cfg.players)
 
         def progress(event: dict) -> None:
             if event["event"] == "outer":
@@ -139,6 +147,9 @@ def _layer_asset(n: int, previous):
                                  f"{event['states_updated']} states updated, {event['cfr_iterations']} CFR+ iterations, "
                                  f"max |ΔV| {event['max_delta_v']:.2e} $, max exploitability "
                                  f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
+            elif event["event"] == "states":
+                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
+                                 f"{event['states']} states done, {event['wall_s']:.0f} s")
             elif event["event"] == "resumed":
                 context.log.info(f"{n}-player layer resumed after outer iteration {event['outer']}")
 

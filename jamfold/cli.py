@@ -162,6 +162,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource
+    from assets.ex_post import ex_post_equilibrium
     from assets.solve import LAYER_ASSETS
     from warehouse import db
 
@@ -173,7 +174,8 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    selection = ALL_ASSETS if args.solve else [a for a in ALL_ASSETS if a not in LAYER_ASSETS]
+    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium]
+    selection = ALL_ASSETS if args.solve else [a for a in ALL_ASSETS if a not in equilibrium]
     if not args.solve:
         print("(equilibrium layers skipped; add --solve to run PI-CFR+ — long: see README)", file=sys.stderr)
     result = dg.materialize(selection, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,

@@ -12,7 +12,7 @@ from engine.states import n_states
 def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
-            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "results_site"} <= keys
+            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "results_site"} <= keys
 
 
 def test_every_asset_and_check_succeeds(tiny_build):
@@ -22,7 +22,8 @@ def test_every_asset_and_check_succeeds(tiny_build):
     assert {c.asset_check_key.name for c in checks} == {
         "combos_total_1326", "pair_rows_and_weights", "triple_rows_and_weights", "state_counts",
         "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
-        "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1"}
+        "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
+        "nemesis_at_least_profile", "policy_iteration_converged"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 
@@ -78,3 +79,25 @@ def test_readme_queries_run(tiny_build):
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     for q in queries:
         con.execute(q).fetchall()
+
+
+def test_ex_post_tables(tiny_build):
+    """nemesis_values covers every (state, position); the ex_post view agrees with plain SQL over it."""
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    rows = dict(con.execute("SELECT players, count(*) FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium' "
+                            "GROUP BY players").fetchall())
+    assert rows == {2: 2 * n_states(6, 2), 3: 3 * n_states(6, 3)}
+    gains = con.execute("SELECT gain, nemesis_value - profile_value FROM nemesis_values WHERE game = 'tiny'").fetchnumpy()
+    assert np.allclose(gains["gain"], gains["(nemesis_value - profile_value)"]) and gains["gain"].min() >= -1e-8
+    # profile values are the equilibrium values
+    diff = con.execute("""SELECT max(abs(n.profile_value - v.value)) FROM nemesis_values n
+                          JOIN equilibrium_values v USING (game, players, state_id, position)""").fetchone()[0]
+    assert diff < 1e-12
+    summary = con.execute("SELECT * FROM ex_post WHERE game = 'tiny' AND profile = 'equilibrium'").df().iloc[0]
+    start = con.execute("""SELECT list(n.gain) FROM nemesis_values n JOIN states s USING (game, players, state_id)
+                           WHERE n.game = 'tiny' AND s.stacks = [2, 2, 2]""").fetchone()[0]
+    assert summary["start_max_gain"] == pytest.approx(max(start))
+    assert summary["start_mean_roi_pct"] == pytest.approx(100 * np.mean(start) / (100 / 3))
+    assert summary["pairs"] == sum(rows.values())
+    # a solved game is hard to exploit: much less than a cent per (state, position) on average
+    assert 0 <= summary["all_mean_gain"] < 0.05

@@ -58,7 +58,7 @@ def _rendered_dom(url: str) -> str:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
-                                          ("push-fold.html", 3), ("solve-quality.html", 1)])
+                                          ("push-fold.html", 3), ("solve-quality.html", 2)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")

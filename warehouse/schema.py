@@ -190,6 +190,19 @@ _add(Table(
     key=("game", "players")))
 
 
+_add(Table(
+    "nemesis_values",
+    "Ex post check (SPEC §6): for a strategy profile, the value of a single 'nemesis' player who best-responds "
+    "over the whole remaining tournament while everybody else keeps the profile, per (state, position). "
+    "gain = nemesis_value − profile_value is the profile's tournament exploitability there.",
+    (GAME, _c("profile", "VARCHAR", "whose strategies the others play: 'equilibrium' (or a model's name)"),
+     PLAYERS, STATE, POSITION,
+     _c("profile_value", "DOUBLE", "the position's expected prize under the profile, $"),
+     _c("nemesis_value", "DOUBLE", "the expected prize of the nemesis in that position, $"),
+     _c("gain", "DOUBLE", "nemesis_value − profile_value, $ (≥ 0)")),
+    key=("game", "profile")))
+
+
 # Convenience views (no data of their own).
 _add(Table(
     "pair_equities", "rollout_pairs with labels, both orders: one row per ordered class pair (x, y).",
@@ -217,6 +230,28 @@ _add(Table(
       SELECT n.game, n.players, n.state_id, n.node, n.actor_name, n.jammed_before, h.class_id, h.label,
              n.jam[h.class_id + 1] AS jam_probability
       FROM equilibrium_nodes n CROSS JOIN hand_classes h"""))
+
+
+_add(Table(
+    "ex_post", "Summary of the ex post check per game and profile: the start state and all states.",
+    (GAME, _c("profile", "VARCHAR", "see `nemesis_values`"),
+     _c("start_mean_gain", "DOUBLE", "mean nemesis gain over the start state's positions, $"),
+     _c("start_max_gain", "DOUBLE", "largest nemesis gain over the start state's positions, $"),
+     _c("start_mean_roi_pct", "DOUBLE", "start_mean_gain / fair share (prize pool / players) × 100, %"),
+     _c("start_max_roi_pct", "DOUBLE", "start_max_gain / fair share × 100, %"),
+     _c("all_mean_gain", "DOUBLE", "mean gain over every (state, position) of every layer, $"),
+     _c("all_max_gain", "DOUBLE", "largest gain over every (state, position), $"),
+     _c("pairs", "BIGINT", "(state, position) pairs checked")),
+    key=(), kind="view",
+    view_sql="""
+      SELECT n.game, n.profile,
+             avg(n.gain) FILTER (WHERE s.stacks = g.start) AS start_mean_gain,
+             max(n.gain) FILTER (WHERE s.stacks = g.start) AS start_max_gain,
+             100 * avg(n.gain) FILTER (WHERE s.stacks = g.start) / (g.prize_pool / g.players) AS start_mean_roi_pct,
+             100 * max(n.gain) FILTER (WHERE s.stacks = g.start) / (g.prize_pool / g.players) AS start_max_roi_pct,
+             avg(n.gain) AS all_mean_gain, max(n.gain) AS all_max_gain, count(*) AS pairs
+      FROM nemesis_values n JOIN states s USING (game, players, state_id) JOIN games g USING (game)
+      GROUP BY n.game, n.profile, g.prize_pool, g.players"""))
 
 
 def ordered_ddl() -> list[str]:

@@ -133,14 +133,15 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
     )
 
 
-def exploitability_histogram(df: pd.DataFrame, gamma: float) -> alt.Chart:
-    """Distribution of per-state exploitability (log10 $), one colour per player count; ``df``: players, exploitability."""
+def exploitability_histogram(df: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
+                             count_title: str = "states") -> alt.Chart:
+    """Distribution of gains (log10 $), one colour per player count; ``df``: players, exploitability."""
     data = df.assign(log10_expl=lambda d: np.log10(d["exploitability"].clip(lower=1e-12)))
     bars = alt.Chart(data).mark_bar(opacity=0.8).encode(
-        x=alt.X("log10_expl:Q", bin=alt.Bin(maxbins=40), title="log10 exploitability of the state's hand ($)"),
-        y=alt.Y("count():Q", title="states", stack=True),
+        x=alt.X("log10_expl:Q", bin=alt.Bin(maxbins=40), title=f"log10 {title}"),
+        y=alt.Y("count():Q", title=count_title, stack=True),
         color=alt.Color("players:N", title="players"),
     )
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         x="g:Q", tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
-    return (bars + rule).properties(width=600, height=260, title="Per-state exploitability (red: gamma)")
+    return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (red: gamma)")

@@ -148,6 +148,7 @@ def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     log = con.execute("""SELECT players, outer_iteration, states_updated, cfr_iterations, max_delta_v,
                                 max_exploitability, round(wall_s, 2) AS wall_s
                          FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
+    ex_post = _ex_post_section(con, game, cfg)
     return f"""# Solve quality
 
 Every state's hand is solved until no player gains more than gamma = {cfg['gamma']:g} $ by a best
@@ -160,6 +161,8 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 {chart_html(charts.exploitability_histogram(q, cfg['gamma']), "expl-hist")}
 
+{ex_post}
+
 ## Convergence log (outer PI-CFR+ iterations)
 
 {frame_markdown(log)}
@@ -168,4 +171,41 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 {query_block(f"SELECT * FROM solve_log WHERE game = '{game}' ORDER BY players, outer_iteration")}
 {query_block(f"SELECT players, max(exploitability) FROM state_quality WHERE game = '{game}' GROUP BY players")}
+"""
+
+
+def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> str:
+    """Tournament exploitability (nemesis gains) of the equilibrium, or a note that it is not computed."""
+    summary = con.execute("""SELECT profile, start_mean_gain, start_max_gain, start_mean_roi_pct, start_max_roi_pct,
+                                    all_mean_gain, all_max_gain, pairs
+                             FROM ex_post WHERE game = ? ORDER BY profile""", [game]).df()
+    if summary.empty:
+        return "## Ex post check\n\nNot computed yet for this game (asset `ex_post_equilibrium`).\n"
+    per_layer = con.execute("""SELECT players, avg(gain) AS mean_gain, max(gain) AS max_gain,
+                                      arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
+                               FROM nemesis_values WHERE game = ? AND profile = 'equilibrium'
+                               GROUP BY players ORDER BY players""", [game]).df()
+    gains = con.execute("""SELECT players, gain FROM nemesis_values
+                           WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
+    fair = float(sum(cfg["payouts"])) / cfg["players"]
+    return f"""## Ex post check (tournament exploitability)
+
+A single *nemesis* player best-responds over the whole remaining tournament while the others keep
+the equilibrium strategies; his gain over the equilibrium value, in $, is the profile's
+tournament exploitability at that state and position (SPEC §6). ROI = gain / fair share
+({fair:g} $ = prize pool / players) × 100. The gain stacks up per-hand errors ≤ gamma over the
+hands still to play, so it can exceed gamma.
+
+{frame_markdown(summary, decimals=6)}
+
+**Per layer**
+
+{frame_markdown(per_layer, decimals=6)}
+
+{chart_html(charts.exploitability_histogram(gains.rename(columns={"gain": "exploitability"}), cfg['gamma'],
+                                            title="nemesis gain ($)", count_title="(state, position) pairs"),
+             "ex-post-hist")}
+
+{query_block(f"SELECT * FROM ex_post WHERE game = '{game}'")}
+{query_block(f"SELECT * FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10")}
 """
