@@ -45,7 +45,7 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
 
 
 def checkpoint_dir(cfg: GameConfig):
-    digest = hashlib.sha1(cfg.to_json().encode()).hexdigest()[:10]
+    digest = hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
     return cache_dir("solve", f"{cfg.name}-{digest}")
 
 

@@ -5,7 +5,8 @@
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
 player count (cold, i.e. first iterations, and after ``--iterations``), the exploitability
-reached, and the wall time of a full PI-CFR+ solve of a small game.
+reached, the wall time of a full PI-CFR+ solve of a small game, and model-strategy sweeps over a
+3-player game cold and warm-started (``--sweep-units``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--layer-units", type=int, default=8)
     parser.add_argument("--layer-players", type=int, default=3)
+    parser.add_argument("--sweep-units", type=int, default=20,
+                        help="model-strategy sweeps (Harville cold, then FGS-1 warm) over every state of a 3-player "
+                             "game with this many units; 0 skips")
     args = parser.parse_args(argv)
     payouts = (50.0, 30.0, 20.0)
     t0 = time.perf_counter()
@@ -60,6 +64,32 @@ def main(argv: list[str] | None = None) -> None:
           f"{its} CFR+ iterations, {time.perf_counter() - t0:.1f} s, outer iterations "
           f"{[len(s.log) for s in sol.values()]}, max exploitability "
           f"{max(float(s.exploitability.max()) for s in sol.values()):.2e} $")
+
+
+    if args.sweep_units:
+        model_sweep_figures(args.sweep_units, payouts, tensors)
+
+
+def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverTensors) -> None:
+    """Time of a model-strategy sweep over all states (2 and 3 players), cold and warm-started."""
+    from engine.model_strategies import model_values, solve_sweep
+    from engine.tournament import compile_layer
+
+    stacks, layers = {}, {}
+    for n in (2, 3):
+        stacks[n], layers[n] = compile_layer(units, n, payouts)
+    states_total = sum(len(v) for v in stacks.values())
+    harville = model_values("harville", stacks, payouts)
+    cold = solve_sweep("harville", layers, harville, 1e-4, tensors)
+    its = sum(int(v.sum()) for v in cold.iterations.values())
+    print(f"model sweep, {units}-unit 3-player game ({states_total} states, gamma 1e-4): Harville cold "
+          f"{cold.wall_s:.1f} s, {its} CFR+ iterations ({cold.wall_s / states_total * 1e3:.0f} ms per state)")
+    warm = solve_sweep("FGS-1", layers, cold.hand_values, 1e-4, tensors, warm=cold.solvers)
+    its = sum(int(v.sum()) for v in warm.iterations.values())
+    print(f"  FGS-1 warm-started from the Harville sweep: {warm.wall_s:.1f} s, {its} CFR+ iterations")
+    roberts = solve_sweep("roberts", layers, model_values("roberts", stacks, payouts), 1e-4, tensors, warm=cold.solvers)
+    its = sum(int(v.sum()) for v in roberts.iterations.values())
+    print(f"  Roberts warm-started from the Harville sweep: {roberts.wall_s:.1f} s, {its} CFR+ iterations")
 
 
 if __name__ == "__main__":

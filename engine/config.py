@@ -47,6 +47,9 @@ class GameConfig:
         rollout_samples: boards per matchup in sampled mode.
         rollout_seed: seed of the sampled tables.
         examples: stack vectors (chips) the equity-model example tables are computed for.
+        fgs_depth: deepest Future Game Simulation model (FGS-1 … FGS-depth; 0 = none).
+        simulation_tournaments: Monte Carlo tournaments per seating (model vs equilibrium, direct matches).
+        simulation_seed: seed of the simulations (results depend only on it and the count).
     """
 
     name: str = "custom"
@@ -60,6 +63,9 @@ class GameConfig:
     rollout_samples: int = 2000
     rollout_seed: int = 1
     examples: tuple[tuple[float, ...], ...] = field(default=((2.0, 5.0, 8.0, 13.0, 17.0),))
+    fgs_depth: int = 3
+    simulation_tournaments: int = 1_000_000
+    simulation_seed: int = 1
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -73,6 +79,13 @@ class GameConfig:
         """Key of the showdown table this game uses: 'exact' or 'sampled-<boards>-seed<seed>'."""
         mode = self.rollout_pairs if kind == "pairs" else self.rollout_triples
         return "exact" if mode == "exact" else f"sampled-{self.rollout_samples}-seed{self.rollout_seed}"
+
+    def solve_key(self) -> str:
+        """JSON of the fields the equilibrium depends on (checkpoints are keyed by it)."""
+        keys = ("players", "units", "payouts", "gamma")
+        d = {k: v for k, v in self.to_dict().items() if k in keys}
+        d["tables"] = [self.rollout_id("pairs"), self.rollout_id("triples")]
+        return json.dumps(d, sort_keys=True)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -127,19 +140,27 @@ def _validate(cfg: GameConfig) -> None:
         raise ConfigError("rollout_samples", "must be a whole number ≥ 1 (boards per matchup)", cfg.rollout_samples)
     if not _is_int(cfg.rollout_seed) or cfg.rollout_seed < 0:
         raise ConfigError("rollout_seed", "must be a whole number ≥ 0", cfg.rollout_seed)
+    if not _is_int(cfg.fgs_depth) or not 0 <= cfg.fgs_depth <= 20:
+        raise ConfigError("fgs_depth", "must be a whole number from 0 to 20 (sweeps of FGS)", cfg.fgs_depth)
+    if not _is_int(cfg.simulation_tournaments) or not 1000 <= cfg.simulation_tournaments <= 10**10:
+        raise ConfigError("simulation_tournaments", "must be a whole number from 1,000 to 10^10", cfg.simulation_tournaments)
+    if not _is_int(cfg.simulation_seed) or cfg.simulation_seed < 0:
+        raise ConfigError("simulation_seed", "must be a whole number ≥ 0", cfg.simulation_seed)
     for i, ex in enumerate(cfg.examples):
         if not 2 <= len(ex) <= 9 or not all(_is_number(x) and x > 0 for x in ex):
             raise ConfigError(f"examples[{i}]", "must list 2 to 9 positive stack sizes", list(ex))
 
 
 PROFILES: dict[str, dict[str, Any]] = {
-    # Small 5-player game: every layer and analysis in minutes on 2 cores.
-    "quick": dict(players=5, units=20, payouts=(50, 30, 20), gamma=1e-3,
+    # Small 5-player game (255 states, start 2,2,2,2,2): every layer, the equilibrium and its checks in
+    # minutes on 2 cores.
+    "quick": dict(players=5, units=10, payouts=(50, 30, 20), gamma=1e-3, fgs_depth=2,
                   rollout_pairs="exact", rollout_triples="sampled", rollout_samples=2000),
     # Ganzfried & Sandholm 2008: 3 players, 13,500 chips at 300/600.
     "gs08": dict(players=3, units=45, payouts=(50, 30, 20), gamma=1e-4),
     # The 2015 thesis game.
-    "thesis": dict(players=5, units=45, payouts=(50, 30, 20), gamma=1e-4),
+    "thesis": dict(players=5, units=45, payouts=(50, 30, 20), gamma=1e-4, fgs_depth=10,
+                   simulation_tournaments=100_000_000),
 }
 
 

@@ -50,13 +50,18 @@ class LayerSolution:
     log: list[dict] = field(default_factory=list)
 
 
-def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
-    """Harville payoffs ($) of a layer: the players present compete for places 1..n."""
+def model_layer_values(model: str, stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
+    """An equity model's payoffs ($) of a layer: the players present compete for places 1..n."""
     n = stacks.shape[1]
     prizes = np.zeros(n)
     k = min(n, len(payouts))
     prizes[:k] = payouts[:k]
-    return equity_models.payoffs(equity_models.finishing_matrices("harville", stacks.astype(np.float64)), prizes)
+    return equity_models.payoffs(equity_models.finishing_matrices(model, stacks.astype(np.float64)), prizes)
+
+
+def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
+    """Harville payoffs ($) of a layer (the PI-CFR+ starting values)."""
+    return model_layer_values("harville", stacks, payouts)
 
 
 def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.ndarray, list[CompiledHand]]:
@@ -69,7 +74,7 @@ def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.nd
     return stacks, hands
 
 
-class _Pool:
+class SolverPool:
     """Threads with one workspace each (the numba kernels release the GIL)."""
 
     def __init__(self, threads: int, hand: CompiledHand):
@@ -138,14 +143,34 @@ def _warm_from_neighbour(solver: HandSolver, stacks: np.ndarray, solvers: list[H
                 return
 
 
-def _largest_hand(hands: list[CompiledHand]) -> CompiledHand:
+def largest_hand(hands: list[CompiledHand]) -> CompiledHand:
+    """The hand needing the biggest workspace (most nodes, terminals, depth-2 nodes)."""
     return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
+
+
+def _inner_target(gamma: float, log: list[dict], loose: bool) -> float:
+    """Exploitability ($) the states are solved to in the next outer iteration.
+
+    Inexact policy iteration: while the values still move by ΔV per outer iteration, solving
+    hands far below ΔV is wasted (their successor values are that far off), so the target is
+    max(gamma, ΔV_last / 10), never rising, and gamma once an outer iteration at a looser target
+    updated no state. The first outer iteration (ICM successor values) uses 100·gamma. The
+    layer still ends only after an outer iteration at gamma updates no state (SPEC §6).
+    """
+    if not loose:
+        return gamma
+    if not log:
+        return 100 * gamma
+    last = log[-1]
+    if last["states_updated"] == 0:
+        return gamma
+    return max(gamma, min(last["target"], last["max_delta_v"] / 10))
 
 
 def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
                 lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
                 max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
-                progress: ProgressFn | None = None) -> LayerSolution:
+                progress: ProgressFn | None = None, loose: bool = True) -> LayerSolution:
     """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers."""
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     t_start = time.perf_counter()
@@ -156,10 +181,10 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     log: list[dict] = []
     start_outer = 0
     if checkpoint is not None and (checkpoint / f"layer{n}.npz").exists():
-        V, log, start_outer = _load_checkpoint(checkpoint / f"layer{n}.npz", solvers)
+        V, log, start_outer = load_checkpoint(checkpoint / f"layer{n}.npz", solvers)
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer})
-    pool = _Pool(threads, _largest_hand(hands))
+    pool = SolverPool(threads, largest_hand(hands))
     expl = np.zeros(m)
     order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
     try:
@@ -170,6 +195,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             done = np.zeros(m, dtype=bool)
             ticker = _Ticker(progress, n, outer + 1, m)
 
+            target = _inner_target(gamma, log, loose)
+
             def work(s: int) -> tuple[int, float, int]:
                 ws = pool.workspace()
                 solver = solvers[s]
@@ -178,10 +205,10 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     _warm_from_neighbour(solver, stacks[s], solvers, done)
                 e, _ = solver.exploitability(U, ws=ws)
                 spent = 0
-                if e > gamma:
+                if e > target:
                     if solver.iterations:
                         solver.restart_average()
-                    while e > gamma and spent < max_iterations:
+                    while e > target and spent < max_iterations:
                         solver.iterate(U, batch, delay=2 if solver.avg_start == 0 else 0, ws=ws)
                         spent += batch
                         e, _ = solver.exploitability(U, ws=ws)
@@ -200,7 +227,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             V_new = evaluate_layer(hands, order_probs, n, lower_values)
             delta = float(np.abs(V_new - V).max())
             V = V_new
-            entry = {"players": n, "outer_iteration": outer + 1, "states_updated": int(updated),
+            entry = {"players": n, "outer_iteration": outer + 1, "target": target, "states_updated": int(updated),
                      "cfr_iterations": int(spent_total), "max_delta_v": delta,
                      "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
             log.append(entry)
@@ -208,7 +235,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 progress({"event": "outer", **entry})
             if checkpoint is not None:
                 _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
-            if updated == 0:
+            if updated == 0 and target <= gamma:
                 break
     finally:
         pool.close()
@@ -248,7 +275,7 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
     os.replace(tmp, path)
 
 
-def _load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, list[dict], int]:
+def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, list[dict], int]:
     data = np.load(path)
     sizes = np.array([len(s.hand.node_actor) for s in solvers])
     if not np.array_equal(sizes, data["sizes"]):

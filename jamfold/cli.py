@@ -163,6 +163,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource
     from assets.ex_post import ex_post_equilibrium
+    from assets.model_analysis import ex_post_models, model_strategies
     from assets.solve import LAYER_ASSETS
     from warehouse import db
 
@@ -174,10 +175,10 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium]
-    selection = ALL_ASSETS if args.solve else [a for a in ALL_ASSETS if a not in equilibrium]
-    if not args.solve:
-        print("(equilibrium layers skipped; add --solve to run PI-CFR+ — long: see README)", file=sys.stderr)
+    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium, model_strategies, ex_post_models]
+    selection = [a for a in ALL_ASSETS if a not in equilibrium] if args.skip_solve else ALL_ASSETS
+    if args.skip_solve:
+        print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
     result = dg.materialize(selection, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,
                             tags={"game": cfg.name})
     if not result.success:
@@ -323,8 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--gamma", type=float)
     b.add_argument("--start", type=int, nargs="+")
     b.add_argument("--warehouse", default=None)
-    b.add_argument("--solve", action="store_true",
-                   help="also solve the equilibrium layers (solve_2p … solve_5p); resumable, can take hours")
+    b.add_argument("--skip-solve", action="store_true",
+                   help="leave out the equilibrium and everything measured against it (solves, ex post, model strategies); "
+                        "the full games' solves take hours")
     b.set_defaults(func=cmd_build)
     return p
 

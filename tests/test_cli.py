@@ -57,7 +57,7 @@ def test_equity_human_output(capsys):
     (["rollout"], "exactly one of --exact or --samples"),
     (["rollout", "--samples", "0"], "--samples: must be a whole number"),
     (["build", "--profile", "nope"], "profile: unknown profile"),
-    (["state", "--profile", "quick", "--stacks", "4", "4"], "--stacks: stacks must sum to the game's units (20)"),
+    (["state", "--profile", "quick", "--stacks", "4", "4"], "--stacks: stacks must sum to the game's units (10)"),
     (["state", "--profile", "quick", "--stacks", "x", "16"], "--stacks: 'x' is not a whole number"),
     (["state", "--profile", "quick", "--stacks", "20"], "has states of 2 to 5 players"),
     (["state", "--profile", "gs08", "--stacks", "0", "45"], "every stack must be ≥ 1 unit"),

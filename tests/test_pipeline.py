@@ -2,6 +2,7 @@
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 
 from assets.definitions import defs
@@ -12,7 +13,8 @@ from engine.states import n_states
 def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
-            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "results_site"} <= keys
+            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "model_strategies",
+            "ex_post_models", "results_site"} <= keys
 
 
 def test_every_asset_and_check_succeeds(tiny_build):
@@ -23,7 +25,8 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "combos_total_1326", "pair_rows_and_weights", "triple_rows_and_weights", "state_counts",
         "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
         "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
-        "nemesis_at_least_profile", "policy_iteration_converged"}
+        "nemesis_at_least_profile", "policy_iteration_converged", "every_state_within_gamma",
+        "fgs_values_sum_to_open_prizes"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 
@@ -91,13 +94,91 @@ def test_ex_post_tables(tiny_build):
     assert np.allclose(gains["gain"], gains["(nemesis_value - profile_value)"]) and gains["gain"].min() >= -1e-8
     # profile values are the equilibrium values
     diff = con.execute("""SELECT max(abs(n.profile_value - v.value)) FROM nemesis_values n
-                          JOIN equilibrium_values v USING (game, players, state_id, position)""").fetchone()[0]
+                          JOIN equilibrium_values v USING (game, players, state_id, position)
+                          WHERE n.profile = 'equilibrium'""").fetchone()[0]
     assert diff < 1e-12
     summary = con.execute("SELECT * FROM ex_post WHERE game = 'tiny' AND profile = 'equilibrium'").df().iloc[0]
     start = con.execute("""SELECT list(n.gain) FROM nemesis_values n JOIN states s USING (game, players, state_id)
-                           WHERE n.game = 'tiny' AND s.stacks = [2, 2, 2]""").fetchone()[0]
+                           WHERE n.game = 'tiny' AND s.stacks = [2, 2, 2] AND n.profile = 'equilibrium'""").fetchone()[0]
     assert summary["start_max_gain"] == pytest.approx(max(start))
     assert summary["start_mean_roi_pct"] == pytest.approx(100 * np.mean(start) / (100 / 3))
     assert summary["pairs"] == sum(rows.values())
     # a solved game is hard to exploit: much less than a cent per (state, position) on average
     assert 0 <= summary["all_mean_gain"] < 0.05
+
+
+MODELS = ["harville", "weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]
+
+
+def test_model_values_and_deviation_views_match_numpy(tiny_build):
+    """model_values, deviation_summary and deviation_by_stack recomputed from the raw tables with pandas."""
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    states = con.execute("SELECT players, state_id, stacks FROM states WHERE game = 'tiny'").df()
+    eq = con.execute("SELECT players, state_id, position, value AS equilibrium FROM equilibrium_values "
+                     "WHERE game = 'tiny'").df()
+    icm = con.execute("SELECT model, players, state_id, position, payoff FROM model_payoffs WHERE game = 'tiny'").df()
+    fgs = con.execute("SELECT 'FGS-' || depth AS model, players, state_id, position, value AS payoff FROM fgs_values "
+                      "WHERE game = 'tiny'").df()
+    assert sorted(set(fgs["model"])) == ["FGS-1", "FGS-2", "FGS-3"]
+    d = pd.concat([icm, fgs]).merge(eq, on=["players", "state_id", "position"]).merge(states, on=["players", "state_id"])
+    assert len(d) == len(MODELS) * len(eq)
+    d["stack"] = [st[p] for st, p in zip(d["stacks"], d["position"])]
+    d["multiset"] = [tuple(sorted(st)) for st in d["stacks"]]
+    grp = d.groupby(["model", "players", "multiset", "stack"])
+    d["payoff_pa"] = grp["payoff"].transform("mean")
+    d["equilibrium_pa"] = grp["equilibrium"].transform("mean")
+    summary = con.execute("SELECT * FROM deviation_summary WHERE game = 'tiny'").df()
+    for model in MODELS:
+        m = d[d["model"] == model]
+        for averaging, (pay, ref) in {"plain": ("payoff", "equilibrium"),
+                                      "position-averaged": ("payoff_pa", "equilibrium_pa")}.items():
+            for players in (None, 2, 3):
+                sub = m if players is None else m[m["players"] == players]
+                dev = sub[pay] - sub[ref]
+                rel = 100 * dev / sub[ref]
+                row = summary[(summary["model"] == model) & (summary["averaging"] == averaging)
+                              & (summary["players"].isna() if players is None else summary["players"] == players)]
+                assert len(row) == 1, (model, averaging, players)
+                row = row.iloc[0]
+                assert row["mapd_pct"] == pytest.approx(rel.abs().mean(), rel=1e-9)
+                assert row["max_relative_pct"] == pytest.approx(rel.max(), rel=1e-9, abs=1e-12)
+                assert row["min_relative_pct"] == pytest.approx(rel.min(), rel=1e-9, abs=1e-12)
+                assert row["mad"] == pytest.approx(dev.abs().mean(), rel=1e-9)
+                assert row["min_deviation"] == pytest.approx(dev.min(), rel=1e-9, abs=1e-12)
+                assert row["max_deviation"] == pytest.approx(dev.max(), rel=1e-9, abs=1e-12)
+                assert row["pairs"] == len(sub)
+    # Harville, Weitzman and Roberts agree at 2 players (proportional), so their deviations agree there
+    two = summary[(summary["players"] == 2) & (summary["averaging"] == "plain")].set_index("model")
+    assert two.loc["harville", "mad"] == pytest.approx(two.loc["roberts", "mad"], rel=1e-9)
+    by_stack = con.execute("SELECT * FROM deviation_by_stack WHERE game = 'tiny'").df()
+    fin = con.execute("""SELECT f.players, s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
+                         FROM finishing f JOIN states s USING (game, players, state_id) WHERE f.game = 'tiny'
+                         GROUP BY ALL""").df()
+    for (model, players, stack), g in d.groupby(["model", "players", "stack"]):
+        row = by_stack[(by_stack["model"] == model) & (by_stack["players"] == players) & (by_stack["stack"] == stack)]
+        row = row.iloc[0]
+        assert row["mean_equilibrium"] == pytest.approx(g["equilibrium"].mean(), rel=1e-12)
+        assert row["mean_deviation"] == pytest.approx((g["payoff"] - g["equilibrium"]).mean(), rel=1e-9, abs=1e-12)
+        assert row["mean_abs_deviation"] == pytest.approx((g["payoff"] - g["equilibrium"]).abs().mean(), rel=1e-9)
+        f = fin[(fin["players"] == players) & (fin["stack"] == stack)].sort_values("place")["p"].to_numpy()
+        np.testing.assert_allclose(row["finishing"], f, rtol=1e-12)
+        assert row["p_win"] == pytest.approx(f[0]) and row["proportional"] == pytest.approx(stack / 6)
+
+
+def test_model_strategies_and_their_ex_post(tiny_build):
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    nodes = dict(con.execute("SELECT model, count(*) FROM model_nodes WHERE game = 'tiny' GROUP BY model").fetchall())
+    eq_nodes = con.execute("SELECT count(*) FROM equilibrium_nodes WHERE game = 'tiny'").fetchone()[0]
+    assert nodes == {m: eq_nodes for m in MODELS}
+    worst = con.execute("SELECT max(max_exploitability) FROM model_sweeps WHERE game = 'tiny'").fetchone()[0]
+    assert worst <= 0.001
+    ex = con.execute("SELECT * FROM ex_post WHERE game = 'tiny'").df().set_index("profile")
+    assert set(ex.index) == {"equilibrium", *MODELS}
+    # every model profile's own values hand out the open prizes; a nemesis never loses
+    err = con.execute("""SELECT max(abs(s - 100)) FROM (  -- tiny pays 70 + 30: 100 open in every state
+                           SELECT profile, players, state_id, sum(profile_value) s FROM nemesis_values
+                           WHERE game = 'tiny' GROUP BY ALL)""").fetchone()[0]
+    assert err < 1e-9
+    assert con.execute("SELECT min(gain) FROM nemesis_values WHERE game = 'tiny'").fetchone()[0] >= -1e-8
+    # the equilibrium is much harder to exploit than a model that ignores the future hands
+    assert ex.loc["harville", "all_mean_gain"] > 5 * ex.loc["equilibrium", "all_mean_gain"]

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 PAGES = ["index.html", "showdown.html", "equity-models.html", "warehouse.html", "equilibrium.html", "push-fold.html",
-         "solve-quality.html"]
+         "solve-quality.html", "models.html", "model-ranges.html", "ex-post.html"]
 
 
 def test_pages_exist_and_link_assets(tiny_build):
@@ -58,7 +58,8 @@ def _rendered_dom(url: str) -> str:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
-                                          ("push-fold.html", 3), ("solve-quality.html", 2)])
+                                          ("push-fold.html", 3), ("solve-quality.html", 2), ("models.html", 3),
+                                          ("model-ranges.html", 1), ("ex-post.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
@@ -70,3 +71,16 @@ def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     # vega-embed drew real SVG marks (rects of the heat map, lines/bars of the model charts)
     assert dom.count('class="mark-') >= charts
     assert "Chart failed to render" not in dom
+
+
+def test_model_pages_show_the_warehouse_numbers(tiny_build):
+    """The deviation table on the models page and the ex post table carry the views' numbers."""
+    import duckdb
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    mapd = con.execute("""SELECT mapd_pct FROM deviation_summary WHERE game = 'tiny' AND model = 'roberts'
+                          AND averaging = 'plain' AND players IS NULL""").fetchone()[0]
+    html = (tiny_build["site"] / "models.html").read_text()
+    assert f"{mapd:.4f}" in html
+    gain = con.execute("SELECT all_max_gain FROM ex_post WHERE game = 'tiny' AND profile = 'FGS-2'").fetchone()[0]
+    assert f"{gain:.5f}" in (tiny_build["site"] / "ex-post.html").read_text()

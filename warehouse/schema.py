@@ -176,7 +176,9 @@ _add(Table(
 _add(Table(
     "solve_log", "One row per outer PI-CFR+ iteration of each layer.",
     (GAME, PLAYERS, _c("outer_iteration", "INTEGER", "1, 2, … within the layer"),
-     _c("states_updated", "INTEGER", "states whose hand was above gamma and got more CFR+ iterations"),
+     _c("target", "DOUBLE", "exploitability the hands were solved to in this outer iteration, $: looser than gamma "
+                            "while the values still move (inexact policy iteration), gamma at the end"),
+     _c("states_updated", "INTEGER", "states whose hand was above the target and got more CFR+ iterations"),
      _c("cfr_iterations", "BIGINT", "CFR+ iterations spent in this outer iteration, all states"),
      _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
      _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $"),
@@ -201,6 +203,67 @@ _add(Table(
      _c("nemesis_value", "DOUBLE", "the expected prize of the nemesis in that position, $"),
      _c("gain", "DOUBLE", "nemesis_value − profile_value, $ (≥ 0)")),
     key=("game", "profile")))
+
+
+_add(Table(
+    "model_nodes",
+    "Each equity model's strategy (SPEC §7.1): every state's hand solved with CFR+ to gamma with the successor "
+    "states valued by the model. Same layout as `equilibrium_nodes`; the view `model_jam` unnests it.",
+    (GAME, _c("model", "VARCHAR", "'harville', 'weitzman', 'roberts' or 'FGS-d'"), PLAYERS, STATE,
+     _c("node", "SMALLINT", "decision node index within the state's hand (as in `equilibrium_nodes`)"),
+     _c("actor", "SMALLINT", "acting position"),
+     _c("jam", "DOUBLE[]", "jam probability of each class, list position = class_id + 1")),
+    key=("game", "model")))
+
+_add(Table(
+    "fgs_values",
+    "Future Game Simulation values (SPEC §7.2): v⁰ = Harville, vᵈ(s) = value of the hand at s solved with "
+    "successor values vᵈ⁻¹. Model 'FGS-d' values every state by vᵈ.",
+    (GAME, _c("depth", "SMALLINT", "d = 1 … fgs_depth"), PLAYERS, STATE, POSITION,
+     _c("value", "DOUBLE", "vᵈ of the position, $")),
+    key=("game",)))
+
+_add(Table(
+    "model_sweeps",
+    "One row per model strategy sweep and layer: how the per-state CFR+ solves went.",
+    (GAME, _c("model", "VARCHAR", "whose strategies the sweep computed"), PLAYERS,
+     _c("states", "INTEGER", "states solved"),
+     _c("cfr_iterations", "BIGINT", "CFR+ iterations spent, all states (warm-started)"),
+     _c("max_exploitability", "DOUBLE", "largest per-state exploitability after the sweep, $ (≤ gamma)"),
+     _c("wall_s", "DOUBLE", "seconds for the layer")),
+    key=("game", "model")))
+
+
+_add(Table(
+    "simulation",
+    "Monte Carlo tournaments from the start state (SPEC §7.6): one player (the hero) on a model's strategies for "
+    "the whole tournament, the others on the equilibrium; one row per model and hero starting position. "
+    "model = 'equilibrium' is the control (everybody on the equilibrium: ROI ≈ 0 up to position effects).",
+    (GAME, _c("model", "VARCHAR", "the hero's strategies: 'equilibrium', 'harville', 'weitzman', 'roberts', 'FGS-d'"),
+     _c("hero_position", "SMALLINT", "the hero's 0-based starting position"),
+     _c("hero_seat", "VARCHAR", "its name (5-handed: HJ, CO, BU, SB, BB)"),
+     _c("mean_payoff", "DOUBLE", "the hero's mean prize, $"),
+     _c("standard_error", "DOUBLE", "standard error of mean_payoff, $"),
+     _c("roi_pct", "DOUBLE", "(mean_payoff − fair share) / fair share × 100, %; fair share = prize pool / players"),
+     _c("roi_se_pct", "DOUBLE", "standard error of roi_pct, %"),
+     _c("finishing", "DOUBLE[]", "the hero's frequency of finishing 1st, 2nd, … (list position = place)"),
+     _c("mean_hands", "DOUBLE", "hands per tournament"),
+     _c("tournaments", "BIGINT", "tournaments played for this row"),
+     _c("seed", "BIGINT", "random seed of this row (results depend only on seed and tournaments)")),
+    key=("game",)))
+
+_add(Table(
+    "direct_matches",
+    "Two models against each other (SPEC §7.6): every seating of the start state where model_a plays the "
+    "positions in a_positions and model_b the others (2^players − 2 seatings).",
+    (GAME, _c("model_a", "VARCHAR", "strategies of side A"), _c("model_b", "VARCHAR", "strategies of side B"),
+     _c("a_positions", "VARCHAR[]", "starting positions playing model_a"),
+     _c("a_players", "SMALLINT", "how many players are on side A"),
+     _c("roi_a_pct", "DOUBLE", "mean ROI of an A player, %"), _c("roi_a_se_pct", "DOUBLE", "its standard error, %"),
+     _c("roi_b_pct", "DOUBLE", "mean ROI of a B player, %"), _c("roi_b_se_pct", "DOUBLE", "its standard error, %"),
+     _c("tournaments", "BIGINT", "tournaments played for this seating"),
+     _c("seed", "BIGINT", "random seed of this seating")),
+    key=("game",)))
 
 
 # Convenience views (no data of their own).
@@ -252,6 +315,107 @@ _add(Table(
              avg(n.gain) AS all_mean_gain, max(n.gain) AS all_max_gain, count(*) AS pairs
       FROM nemesis_values n JOIN states s USING (game, players, state_id) JOIN games g USING (game)
       GROUP BY n.game, n.profile, g.prize_pool, g.players"""))
+
+
+_add(Table(
+    "model_values",
+    "Every model's payoff for every (state, position) next to the equilibrium payoff (SPEC §7.3). Models: the "
+    "ICM family from `model_payoffs` and FGS-d from `fgs_values`. `*_pa` columns are position-averaged: "
+    "averaged over every distinct seating of the same multiset of stacks (same player count, same stack).",
+    (GAME, _c("model", "VARCHAR", "'harville', 'weitzman', 'roberts' or 'FGS-d'"), PLAYERS, STATE, POSITION,
+     _c("stack", "SMALLINT", "the position's stack, units"),
+     _c("payoff", "DOUBLE", "the model's payoff, $"),
+     _c("equilibrium", "DOUBLE", "the equilibrium payoff, $"),
+     _c("deviation", "DOUBLE", "payoff − equilibrium, $"),
+     _c("relative_deviation_pct", "DOUBLE", "(payoff − equilibrium) / equilibrium × 100, %"),
+     _c("payoff_pa", "DOUBLE", "position-averaged model payoff, $"),
+     _c("equilibrium_pa", "DOUBLE", "position-averaged equilibrium payoff, $")),
+    key=(), kind="view",
+    view_sql="""
+      WITH m AS (
+        SELECT game, model, players, state_id, position, payoff FROM model_payoffs
+        UNION ALL
+        SELECT game, 'FGS-' || depth, players, state_id, position, value FROM fgs_values),
+      j AS (
+        SELECT m.game, m.model, m.players, m.state_id, m.position, s.stacks[m.position + 1] AS stack,
+               list_sort(s.stacks) AS multiset, m.payoff, e.value AS equilibrium
+        FROM m JOIN equilibrium_values e USING (game, players, state_id, position)
+               JOIN states s USING (game, players, state_id))
+      SELECT game, model, players, state_id, position, stack, payoff, equilibrium,
+             payoff - equilibrium AS deviation,
+             100 * (payoff - equilibrium) / nullif(equilibrium, 0) AS relative_deviation_pct,
+             avg(payoff) OVER w AS payoff_pa, avg(equilibrium) OVER w AS equilibrium_pa
+      FROM j WINDOW w AS (PARTITION BY game, model, players, multiset, stack)"""))
+
+_add(Table(
+    "deviation_summary",
+    "How far each model's payoffs are from the equilibrium (SPEC §7.3), over all (state, position) pairs and per "
+    "player count, plain and position-averaged.",
+    (GAME, _c("model", "VARCHAR", "see `model_values`"),
+     _c("averaging", "VARCHAR", "'plain' or 'position-averaged'"),
+     _c("players", "SMALLINT", "player count, NULL = all layers together"),
+     _c("mapd_pct", "DOUBLE", "mean |relative deviation|, %"),
+     _c("min_relative_pct", "DOUBLE", "smallest relative deviation, %"),
+     _c("max_relative_pct", "DOUBLE", "largest relative deviation, %"),
+     _c("mad", "DOUBLE", "mean |payoff − equilibrium|, $"),
+     _c("min_deviation", "DOUBLE", "smallest payoff − equilibrium, $"),
+     _c("max_deviation", "DOUBLE", "largest payoff − equilibrium, $"),
+     _c("pairs", "BIGINT", "(state, position) pairs")),
+    key=(), kind="view",
+    view_sql="""
+      WITH d AS (
+        SELECT game, model, players, 'plain' AS averaging, payoff - equilibrium AS dev,
+               100 * (payoff - equilibrium) / nullif(equilibrium, 0) AS rel FROM model_values
+        UNION ALL
+        SELECT game, model, players, 'position-averaged', payoff_pa - equilibrium_pa,
+               100 * (payoff_pa - equilibrium_pa) / nullif(equilibrium_pa, 0) FROM model_values)
+      SELECT game, model, averaging, players, avg(abs(rel)) AS mapd_pct, min(rel) AS min_relative_pct,
+             max(rel) AS max_relative_pct, avg(abs(dev)) AS mad, min(dev) AS min_deviation,
+             max(dev) AS max_deviation, count(*) AS pairs
+      FROM d GROUP BY GROUPING SETS ((game, model, averaging), (game, model, averaging, players))"""))
+
+_add(Table(
+    "deviation_by_stack",
+    "Per player count and stack size (SPEC §7.4): the mean equilibrium payoff, each model's mean signed and "
+    "absolute deviation from it, and the equilibrium's finishing and winning probabilities.",
+    (GAME, _c("model", "VARCHAR", "see `model_values`"), PLAYERS, _c("stack", "SMALLINT", "units"),
+     _c("mean_equilibrium", "DOUBLE", "mean equilibrium payoff of the stack, $"),
+     _c("mean_payoff", "DOUBLE", "mean model payoff of the stack, $"),
+     _c("mean_deviation", "DOUBLE", "mean (model − equilibrium), $"),
+     _c("mean_abs_deviation", "DOUBLE", "mean |model − equilibrium|, $"),
+     _c("finishing", "DOUBLE[]", "mean equilibrium probability of finishing 1st, 2nd, … (list position = place)"),
+     _c("p_win", "DOUBLE", "mean equilibrium probability of finishing 1st"),
+     _c("proportional", "DOUBLE", "stack / units, the chip-proportional winning probability"),
+     _c("p_win_relative_pct", "DOUBLE", "(p_win − proportional) / proportional × 100, %"),
+     _c("pairs", "BIGINT", "(state, position) pairs with this stack")),
+    key=(), kind="view",
+    view_sql="""
+      WITH f AS (
+        SELECT f.game, f.players, s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
+        FROM finishing f JOIN states s USING (game, players, state_id) GROUP BY ALL),
+      fl AS (
+        SELECT game, players, stack, list(p ORDER BY place) AS finishing,
+               max(p) FILTER (WHERE place = 1) AS p_win FROM f GROUP BY ALL)
+      SELECT v.game, v.model, v.players, v.stack, avg(v.equilibrium) AS mean_equilibrium,
+             avg(v.payoff) AS mean_payoff, avg(v.deviation) AS mean_deviation,
+             avg(abs(v.deviation)) AS mean_abs_deviation, any_value(fl.finishing) AS finishing,
+             any_value(fl.p_win) AS p_win, v.stack / any_value(u.units) AS proportional,
+             100 * (any_value(fl.p_win) - v.stack / any_value(u.units)) / (v.stack / any_value(u.units)) AS p_win_relative_pct,
+             count(*) AS pairs
+      FROM model_values v JOIN (SELECT game, units FROM games) u ON u.game = v.game
+           LEFT JOIN fl ON fl.game = v.game AND fl.players = v.players AND fl.stack = v.stack
+      GROUP BY v.game, v.model, v.players, v.stack"""))
+
+_add(Table(
+    "model_jam", "model_nodes unnested: one row per (model, state, node, hand class).",
+    (GAME, _c("model", "VARCHAR", "see `model_nodes`"), PLAYERS, STATE, _c("node", "SMALLINT", "decision node"),
+     _c("actor", "SMALLINT", "acting position"), _c("class_id", "SMALLINT", "hand class"),
+     _c("label", "VARCHAR", "hand class label"), _c("jam_probability", "DOUBLE", "probability of jamming")),
+    key=(), kind="view",
+    view_sql="""
+      SELECT n.game, n.model, n.players, n.state_id, n.node, n.actor, h.class_id, h.label,
+             n.jam[h.class_id + 1] AS jam_probability
+      FROM model_nodes n CROSS JOIN hand_classes h"""))
 
 
 def ordered_ddl() -> list[str]:

@@ -9,15 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sitegen import pages, pages_equilibrium
+from sitegen import pages, pages_equilibrium, pages_models
 from sitegen.embed import write_assets
 from warehouse import db
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NAV = [("Home", "index.md"), ("Showdown tables", "showdown.md"), ("Equity models", "equity-models.md"),
        ("Equilibrium", "equilibrium.md"), ("Push/fold charts", "push-fold.md"), ("Solve quality", "solve-quality.md"),
-       ("Warehouse", "warehouse.md")]
+       ("Models vs equilibrium", "models.md"), ("Model ranges", "model-ranges.md"), ("Ex post", "ex-post.md"),
+       ("Simulation", "simulation.md"), ("Warehouse", "warehouse.md")]
 EQUILIBRIUM_PAGES = {"equilibrium.md", "push-fold.md", "solve-quality.md"}
+MODEL_PAGES = {"models.md", "model-ranges.md", "ex-post.md", "simulation.md"}
 PAGES = {
     "index.md": pages.home_page,
     "showdown.md": pages.showdown_page,
@@ -25,6 +27,10 @@ PAGES = {
     "equilibrium.md": pages_equilibrium.equilibrium_page,
     "push-fold.md": pages_equilibrium.push_fold_page,
     "solve-quality.md": pages_equilibrium.solve_quality_page,
+    "models.md": pages_models.deviation_page,
+    "model-ranges.md": pages_models.model_ranges_page,
+    "ex-post.md": pages_models.ex_post_page,
+    "simulation.md": pages_models.simulation_page,
     "warehouse.md": pages.warehouse_page,
 }
 
@@ -36,11 +42,12 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
     written = []
     with db.session(warehouse, read_only=True) as con:
         solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
-        for stale in EQUILIBRIUM_PAGES:
+        modelled = con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
+        for stale in EQUILIBRIUM_PAGES | MODEL_PAGES:
             (docs_dir / stale).unlink(missing_ok=True)
         for name, render in PAGES.items():
-            if name in EQUILIBRIUM_PAGES and not solved:
-                continue  # no page until a layer of this game is solved
+            if (name in EQUILIBRIUM_PAGES and not solved) or (name in MODEL_PAGES and not (solved and modelled)):
+                continue  # no page until the game has the data behind it
             path = docs_dir / name
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(render(con, game))

@@ -145,3 +145,41 @@ def exploitability_histogram(df: pd.DataFrame, gamma: float, title: str = "explo
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
         x="g:Q", tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
     return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (red: gamma)")
+
+
+def depth_curve(df: pd.DataFrame) -> alt.Chart:
+    """MAPD (%) and MAD ($) of FGS-d against the depth d; ``df`` columns: depth, mapd_pct, mad."""
+    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)"))
+    mapd = base.mark_line(point=True, color="#d62728").encode(
+        y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
+    mad = base.mark_line(point=True, color="#1f77b4").encode(
+        y=alt.Y("mad:Q", title="MAD ($)"), tooltip=["depth:O", alt.Tooltip("mad:Q", format=".5f")])
+    return alt.hconcat(mapd.properties(width=280, height=200, title="MAPD (%) against the equilibrium"),
+                       mad.properties(width=280, height=200, title="MAD ($) against the equilibrium"))
+
+
+def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
+    """Mean and max nemesis gain ($) per profile, one panel per player count; ``df``: series, players, mean_gain, max_gain."""
+    long = df.melt(id_vars=["series", "players"], value_vars=["mean_gain", "max_gain"], var_name="statistic",
+                   value_name="gain")
+    order = [p for p in profiles if p in set(long["series"])]
+    return alt.Chart(long).mark_bar().encode(
+        y=alt.Y("series:N", sort=order, title="profile"),
+        x=alt.X("gain:Q", title="nemesis gain ($)"),
+        color=alt.Color("statistic:N", title="", scale=alt.Scale(domain=["mean_gain", "max_gain"],
+                                                                 range=["#1f77b4", "#ff7f0e"])),
+        yOffset="statistic:N",
+        tooltip=["series:N", "players:O", "statistic:N", alt.Tooltip("gain:Q", format=".5f")],
+    ).properties(width=220, height=24 * len(order)).facet(column=alt.Column("players:O", title="players in the state"))
+
+
+def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
+    """Hero ROI (%) and MAPD (%) of FGS-d against the depth d; ``df`` columns: depth, roi_pct, mapd_pct."""
+    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)"))
+    roi = base.mark_line(point=True, color="#2ca02c").encode(
+        y=alt.Y("roi_pct:Q", title="hero ROI against the equilibrium (%)"),
+        tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f")])
+    mapd = base.mark_line(point=True, color="#d62728").encode(
+        y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
+    return alt.hconcat(roi.properties(width=280, height=200, title="simulated ROI of the FGS-d player"),
+                       mapd.properties(width=280, height=200, title="MAPD of FGS-d payoffs"))

@@ -237,7 +237,7 @@ EXAMPLE_QUERIES = [
     ("ICM payoffs next to Weitzman and Roberts for the start state",
      "SELECT p.position, s.positions[p.position + 1] AS seat, p.model, round(p.payoff, 3) AS payoff\n"
      "FROM model_payoffs p JOIN states s USING (game, players, state_id)\n"
-     "WHERE p.game = 'quick' AND s.stacks = [4, 4, 4, 4, 4]\nORDER BY p.position, p.model;"),
+     "WHERE p.game = 'quick' AND s.stacks = [2, 2, 2, 2, 2]\nORDER BY p.position, p.model;"),
 ]
 
 

@@ -1,0 +1,199 @@
+"""Equity models against the equilibrium (SPEC §7): model strategies, FGS, ex post of every model.
+
+`model_strategies` solves every state's hand once per model with the successor states valued by
+the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D), warm-started from the equilibrium's
+regrets and each FGS depth from the previous one; it writes `model_nodes`, `fgs_values` and
+`model_sweeps`. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
+read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
+into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model).
+"""
+
+import time
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from assets.ex_post import ex_post_equilibrium
+from assets.models import equity_model_tables
+from assets.resources import GameResource, WarehouseResource
+from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
+from engine.best_response import ex_post
+from engine.cfr import HandSolver
+from engine.config import GameConfig
+from engine.equity_models import MODELS
+from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
+                                     solve_sweep)
+from engine.tournament import compile_layer
+from warehouse import db
+
+SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
+
+
+def model_names(cfg: GameConfig) -> list[str]:
+    """The models of a game, in report order: the ICM family, then FGS-1 … FGS-D."""
+    return [*MODELS, *(f"FGS-{d}" for d in range(1, cfg.fgs_depth + 1))]
+
+
+def _game_layers(cfg: GameConfig) -> tuple[dict[int, np.ndarray], dict]:
+    stacks, layers = {}, {}
+    for n in range(2, cfg.players + 1):
+        stacks[n], layers[n] = compile_layer(cfg.units, n, cfg.payouts)
+    return stacks, layers
+
+
+def _node_rows(sweep: Sweep, layers: dict) -> pd.DataFrame:
+    frames = []
+    for n, strategies in sweep.strategies.items():
+        sid = np.concatenate([np.full(len(s), i) for i, s in enumerate(strategies)])
+        node = np.concatenate([np.arange(len(s)) for s in strategies])
+        actor = np.concatenate([h.node_actor for h in layers[n]])
+        jam = np.concatenate(strategies)
+        frames.append(pd.DataFrame({"players": n, "state_id": sid, "node": node, "actor": actor,
+                                    "jam": list(jam)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _sweep_rows(sweep: Sweep, layer_wall: dict[int, float]) -> pd.DataFrame:
+    return pd.DataFrame([{"players": n, "states": len(sweep.strategies[n]),
+                          "cfr_iterations": int(sweep.iterations[n].sum()),
+                          "max_exploitability": float(sweep.exploitability[n].max()), "wall_s": layer_wall.get(n, 0.0)}
+                         for n in sorted(sweep.strategies)])
+
+
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[equity_model_tables, *LAYER_ASSETS],
+          check_specs=[dg.AssetCheckSpec(c, asset="model_strategies", blocking=True) for c in SWEEP_CHECKS],
+          description="Each equity model's strategy profile (SPEC §7.1): every state's hand solved with CFR+ to gamma "
+                      "with successors valued by the model — Harville, Weitzman, Roberts and FGS-1 … FGS-D (§7.2, "
+                      "D = fgs_depth). Tables `model_nodes`, `fgs_values`, `model_sweeps`; views `model_values`, "
+                      "`deviation_summary`, `deviation_by_stack`, `model_jam`.")
+def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
+                     warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    t0 = time.perf_counter()
+    tensors = equilibrium_tensors(warehouse.path, cfg)
+    stacks, layers = _game_layers(cfg)
+    warm = equilibrium_solvers(layers, tensors, checkpoint_dir(cfg))
+    context.log.info("warm start: " + ("the equilibrium's regrets" if warm else "none (no solve checkpoint)"))
+    layer_wall: dict[str, dict[int, float]] = {}
+
+    def progress(event: dict) -> None:
+        layer_wall.setdefault(event["label"], {})[event["players"]] = event["wall_s"]
+        context.log.info(f"{event['label']}: {event['players']}-player layer, {event['states']} states, "
+                         f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
+                         f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
+
+    sweeps: list[Sweep] = []
+    harville_values = model_values("harville", stacks, cfg.payouts)
+    fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, warm=warm,
+                             progress=progress)
+    sweeps.extend(fgs)
+    harville_solvers: dict[int, list[HandSolver]] | None = warm
+    for model in MODELS:
+        if model == "harville":
+            continue
+        sweeps.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
+                                  warm=harville_solvers, progress=progress))
+    fgs_frames = []
+    for d in range(1, len(values)):
+        for n, V in values[d].items():
+            sid, pos = np.meshgrid(np.arange(len(V)), np.arange(n), indexing="ij")
+            fgs_frames.append(pd.DataFrame({"depth": d, "players": n, "state_id": sid.ravel(), "position": pos.ravel(),
+                                            "value": V.ravel()}))
+    rows = {"model_nodes": 0, "model_sweeps": 0}
+    with warehouse.connect() as con:
+        for sweep in sweeps:
+            key = {"game": cfg.name, "model": sweep.label}
+            rows["model_nodes"] += db.replace_rows(con, "model_nodes", _node_rows(sweep, layers), key)
+            rows["model_sweeps"] += db.replace_rows(con, "model_sweeps", _sweep_rows(sweep, layer_wall[sweep.label]), key)
+        fgs_frame = pd.concat(fgs_frames, ignore_index=True) if fgs_frames else pd.DataFrame(
+            columns=["depth", "players", "state_id", "position", "value"])
+        rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame, {"game": cfg.name})
+        worst = con.execute("SELECT coalesce(max(max_exploitability), 0) FROM model_sweeps WHERE game = ?",
+                            [cfg.name]).fetchone()[0]
+        fgs_err = con.execute(
+            """SELECT coalesce(max(abs(s - open_prize)), 0) FROM (
+                 SELECT players, sum(value) s FROM fgs_values WHERE game = ? GROUP BY depth, players, state_id) t
+               JOIN (SELECT unnest(range(2, ?)) AS players) p USING (players)
+               CROSS JOIN LATERAL (SELECT list_sum(g.payouts[1:t.players]) AS open_prize FROM games g WHERE g.game = ?)""",
+            [cfg.name, cfg.players + 1, cfg.name]).fetchone()[0]
+        summary = con.execute("""SELECT model, averaging, mapd_pct, mad, max_relative_pct, min_relative_pct
+                                 FROM deviation_summary WHERE game = ? AND players IS NULL
+                                 ORDER BY averaging, model""", [cfg.name]).df()
+    checks = [
+        dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
+                            metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma}),
+        dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes", passed=bool(fgs_err <= 1e-6),
+                            metadata={"max_error_usd": float(fgs_err)}),
+    ]
+    return dg.MaterializeResult(
+        metadata={"game": cfg.name, "models": model_names(cfg), **{f"rows_{k}": v for k, v in rows.items()},
+                  "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
+                  "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
+                  "warm_start": "equilibrium regrets" if warm else "cold",
+                  "wall_s": round(time.perf_counter() - t0, 2),
+                  "deviation_summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=4))},
+        check_results=checks)
+
+
+def read_model_strategies(con, game: str, model: str, n: int, m: int) -> list[np.ndarray]:
+    """Per state, the (nodes × 169) jam probabilities of a model stored in `model_nodes`."""
+    rows = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
+                       "ORDER BY state_id, node", [game, model, n]).fetchall()
+    out: list[list] = [[] for _ in range(m)]
+    for state_id, jam in rows:
+        out[state_id].append(jam)
+    return [np.array(nodes, dtype=np.float64).reshape(-1, 169) for nodes in out]
+
+
+def outcome_probabilities(layers: dict, strategies: dict[int, list[np.ndarray]], tensors) -> dict[int, list[np.ndarray]]:
+    """Per state, the (terminals, 6) outcome probabilities of a fixed profile (one exact pass per state)."""
+    out = {}
+    for n, hands in layers.items():
+        probs = []
+        for hand, sigma in zip(hands, strategies[n]):
+            solver = HandSolver(hand, tensors)
+            U = np.zeros_like(hand.term_prize)
+            solver.evaluate(sigma, U)
+            probs.append(solver.order_probs.copy())
+        out[n] = probs
+    return out
+
+
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, ex_post_equilibrium],
+          check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True)],
+          description="Ex post check of every model's strategy profile (SPEC §7.5): the profile's exact values when "
+                      "everybody plays it, and a nemesis best-responding over the whole tournament. Rows in "
+                      "`nemesis_values` with profile = model; summary in the `ex_post` view.")
+def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
+                   warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    t0 = time.perf_counter()
+    tensors = equilibrium_tensors(warehouse.path, cfg)
+    stacks, layers = _game_layers(cfg)
+    min_gain = np.inf
+    rows = 0
+    for model in model_names(cfg):
+        with warehouse.connect() as con:
+            strategies = {n: read_model_strategies(con, cfg.name, model, n, len(stacks[n])) for n in layers}
+        probs = outcome_probabilities(layers, strategies, tensors)
+        V = profile_values(layers, probs)
+        result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors)
+        frames = []
+        for n, (W, _) in result.items():
+            sid, pos = np.meshgrid(np.arange(len(W)), np.arange(n), indexing="ij")
+            frames.append(pd.DataFrame({"players": n, "state_id": sid.ravel(), "position": pos.ravel(),
+                                        "profile_value": V[n].ravel(), "nemesis_value": W.ravel(),
+                                        "gain": (W - V[n]).ravel()}))
+        frame = pd.concat(frames, ignore_index=True)
+        min_gain = min(min_gain, float(frame["gain"].min()))
+        with warehouse.connect() as con:
+            rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
+        context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
+    with warehouse.connect() as con:
+        summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
+    return dg.MaterializeResult(
+        metadata={"game": cfg.name, "rows": rows, "wall_s": round(time.perf_counter() - t0, 2),
+                  "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
+        check_results=[dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
+                                           metadata={"min_gain_usd": min_gain})])

@@ -1,0 +1,163 @@
+"""Equity-model strategies and Future Game Simulation (SPEC §7.1–7.2).
+
+A model M turns into a strategy profile by solving every state's hand (CFR+, SPEC §5) with the
+successor states valued by M instead of by the equilibrium: the players act as if M were the
+truth one hand ahead. One such pass over all states is a **sweep**. A sweep also yields each
+state's hand value under its solved strategy, which is how FGS is defined:
+
+* v⁰ = Harville;  vᵈ(s) = the value of the hand at s solved with successor values vᵈ⁻¹.
+* Model "FGS-d" values states by vᵈ; its strategies are the sweep with successor values vᵈ.
+
+So FGS-1…FGS-D take D + 1 sweeps: sweep k (k = 1 … D + 1) uses vᵏ⁻¹, gives the strategies of
+model FGS-(k−1) (FGS-0 = Harville) and the values vᵏ. Every sweep warm-starts each state from
+the regrets of the previous sweep's solver of that state (neighbouring depths differ little),
+the first from the equilibrium's regrets when a solve checkpoint is given.
+
+Values are in $, exploitability in $ (largest best-response gain in the hand, ≤ gamma).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.cfr import HandSolver, SolverTensors
+from engine.game_tree import CompiledHand, utilities
+from engine.policy_evaluation import evaluate_layer
+from engine.tournament import ProgressFn, SolverPool, largest_hand, load_checkpoint, model_layer_values
+
+Layers = dict[int, list[CompiledHand]]
+
+
+@dataclass
+class Sweep:
+    """One sweep: every state's hand solved against fixed successor values."""
+
+    label: str  # the model whose strategies these are, e.g. 'harville', 'FGS-2'
+    hand_values: dict[int, np.ndarray]  # n -> (m, n) $ value of each hand under its solved strategy
+    strategies: dict[int, list[np.ndarray]]  # n -> per state (nodes, 169) jam probabilities
+    order_probs: dict[int, list[np.ndarray]]  # n -> per state (terminals, 6) outcome probabilities
+    exploitability: dict[int, np.ndarray]  # n -> (m,) $
+    iterations: dict[int, np.ndarray]  # n -> (m,) CFR+ iterations spent in this sweep
+    solvers: dict[int, list[HandSolver]]  # kept for the next sweep's warm start
+    wall_s: float
+
+
+def model_values(model: str, stacks: dict[int, np.ndarray], payouts: tuple[float, ...]) -> dict[int, np.ndarray]:
+    """An equity model's payoffs ($) for every layer's states."""
+    return {n: model_layer_values(model, st, payouts) for n, st in stacks.items()}
+
+
+def equilibrium_solvers(layers: Layers, tensors: SolverTensors, checkpoint: Path | None) -> dict[int, list[HandSolver]] | None:
+    """Solvers holding the equilibrium solve's final regrets (from its checkpoint), or None if absent."""
+    if checkpoint is None:
+        return None
+    out = {}
+    for n, hands in layers.items():
+        path = checkpoint / f"layer{n}.npz"
+        if not path.exists():
+            return None
+        solvers = [HandSolver(h, tensors) for h in hands]
+        try:
+            load_checkpoint(path, solvers)
+        except ValueError:
+            return None
+        out[n] = solvers
+    return out
+
+
+def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarray], gamma: float,
+                tensors: SolverTensors, warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
+                batch: int = 8, max_iterations: int = 20_000, progress: ProgressFn | None = None) -> Sweep:
+    """Solve every state's hand to exploitability ≤ gamma ($) with successors valued by ``successor_values``.
+
+    ``successor_values[n]`` is the (states, n) $ table of every layer a hand can lead to (its own
+    included). ``warm[n][s]`` (optional) is a solver whose regrets start state s.
+    """
+    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    t_start = time.perf_counter()
+    out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
+    pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
+    try:
+        for n, hands in sorted(layers.items()):
+            m = len(hands)
+            solvers = [HandSolver(h, tensors) for h in hands]
+            if warm is not None and n in warm:
+                for new, old in zip(solvers, warm[n]):
+                    for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
+                        getattr(new, name)[:] = getattr(old, name)
+                    new.iterations = old.iterations  # a warm solver's averaging starts fresh below
+                    new.restart_average()
+            values = np.zeros((m, n))
+            order_probs: list[np.ndarray] = [np.zeros(0)] * m
+            expl = np.zeros(m)
+            spent = np.zeros(m, dtype=np.int64)
+
+            def work(s: int) -> None:
+                ws = pool.workspace()
+                solver = solvers[s]
+                U = utilities(solver.hand, successor_values)
+                sigma = solver.current_strategy() if solver.iterations and solver.avg_den == 0 else None
+                e, _ = solver.exploitability(U, sigma=sigma, ws=ws)
+                while e > gamma and spent[s] < max_iterations:
+                    solver.iterate(U, batch, delay=2 if solver.iterations < batch else 0, ws=ws)
+                    spent[s] += batch
+                    e, _ = solver.exploitability(U, ws=ws)
+                if spent[s] == 0 and sigma is not None:
+                    # the warm start was already good enough: keep its strategy as the average
+                    solver.avg_num[:] = sigma
+                    solver.avg_den = 1.0
+                values[s] = solver.root_values
+                order_probs[s] = solver.order_probs.copy()
+                expl[s] = e
+
+            t0 = time.perf_counter()
+            pool.map(work, range(m))
+            out.hand_values[n] = values
+            out.strategies[n] = [s.average_strategy() for s in solvers]
+            out.order_probs[n] = order_probs
+            out.exploitability[n] = expl
+            out.iterations[n] = spent
+            out.solvers[n] = solvers
+            if progress:
+                progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
+                          "cfr_iterations": int(spent.sum()), "max_exploitability": float(expl.max()),
+                          "wall_s": time.perf_counter() - t0})
+    finally:
+        pool.close()
+    out.wall_s = time.perf_counter() - t_start
+    return out
+
+
+def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> dict[int, np.ndarray]:
+    """Exact values ($) of a strategy profile when everybody plays it: policy evaluation, layer by layer."""
+    out: dict[int, np.ndarray] = {}
+    for n in sorted(layers):
+        out[n] = evaluate_layer(layers[n], order_probs[n], n, {k: v for k, v in out.items()})
+    return out
+
+
+def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamma: float, tensors: SolverTensors,
+               warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
+               progress: ProgressFn | None = None) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
+    """The D + 1 FGS sweeps and the value tables v⁰ … v^D.
+
+    Returns (sweeps, values): sweeps[k] holds the strategies of model FGS-k (k = 0 is Harville)
+    and values[d] = vᵈ ($ per layer), values[0] = Harville.
+    """
+    values = [harville]
+    sweeps: list[Sweep] = []
+    for k in range(depth + 1):
+        label = "harville" if k == 0 else f"FGS-{k}"
+        sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads, progress=progress)
+        sweeps.append(sweep)
+        warm = sweep.solvers
+        if k < depth:
+            values.append(sweep.hand_values)
+        if k:
+            sweeps[k - 1].solvers = {}  # only the latest solvers are needed for warm starts
+    return sweeps, values

@@ -1,0 +1,262 @@
+"""Model pages: deviation of every equity model from the equilibrium, ex post of every profile, model ranges."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from sitegen import charts
+from sitegen.embed import chart_html
+from sitegen.pages import game_info, query_block
+from warehouse.db import frame_markdown
+
+
+def model_order(models: list[str]) -> list[str]:
+    """ICM family first, then FGS by depth."""
+    def key(m: str):
+        fgs = re.fullmatch(r"FGS-(\d+)", m)
+        return (1, int(fgs.group(1))) if fgs else (0, ["harville", "weitzman", "roberts"].index(m)
+                                                   if m in ("harville", "weitzman", "roberts") else 9)
+    return sorted(models, key=key)
+
+
+def _summary(con: duckdb.DuckDBPyConnection, game: str, averaging: str) -> pd.DataFrame:
+    df = con.execute("""SELECT model, mapd_pct, min_relative_pct, max_relative_pct, mad, min_deviation, max_deviation,
+                               pairs FROM deviation_summary WHERE game = ? AND averaging = ? AND players IS NULL""",
+                     [game, averaging]).df()
+    order = model_order(list(df["model"]))
+    return df.set_index("model").loc[order].reset_index()
+
+
+def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    plain = _summary(con, game, "plain")
+    if plain.empty:
+        return "# Models vs equilibrium\n\nNo model has been compared with the equilibrium yet (asset `model_strategies`).\n"
+    averaged = _summary(con, game, "position-averaged")
+    per_layer = con.execute("""SELECT players, model, mapd_pct, mad, min_relative_pct, max_relative_pct
+                               FROM deviation_summary WHERE game = ? AND averaging = 'plain' AND players IS NOT NULL
+                               ORDER BY players, model""", [game]).df()
+    wide = per_layer.pivot_table(index="model", columns="players", values="mapd_pct")
+    wide = wide.loc[model_order(list(wide.index))]
+    wide.columns = [f"MAPD % ({c} players)" for c in wide.columns]
+    by_stack = con.execute("""SELECT players, stack, model AS series, mean_deviation, mean_abs_deviation
+                              FROM deviation_by_stack WHERE game = ? ORDER BY players, stack""", [game]).df()
+    models = model_order(list(by_stack["series"].unique()))
+    by_stack["series"] = pd.Categorical(by_stack["series"], models)
+    by_stack = by_stack.sort_values(["series", "players", "stack"])
+    by_stack["series"] = by_stack["series"].astype(str)
+    signed = by_stack.rename(columns={"mean_deviation": "value"})[["players", "stack", "series", "value"]]
+    absolute = by_stack.rename(columns={"mean_abs_deviation": "value"})[["players", "stack", "series", "value"]]
+    depth = plain[plain["model"].str.startswith("FGS") | (plain["model"] == "harville")].copy()
+    depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
+    sweeps = con.execute("""SELECT model, sum(states) AS states, sum(cfr_iterations) AS cfr_iterations,
+                                   max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
+                            FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
+    sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
+    return f"""# Models vs equilibrium
+
+How far each equity model's payoffs are from the equilibrium payoffs of game `{game}`, over every
+(state, position) pair of every player count (SPEC §7.3). Models: Harville (ICM), Weitzman,
+Roberts, and FGS-1 … FGS-{cfg.get('fgs_depth', 0)} (Future Game Simulation: d hands solved ahead,
+then Harville). Relative deviation = (model − equilibrium) / equilibrium; MAPD = mean |relative
+deviation| in %, MAD = mean |model − equilibrium| in $.
+
+## Deviation summary
+
+{frame_markdown(plain, decimals=4)}
+
+**Position-averaged** (each stack's payoffs averaged over every distinct seating of the same
+multiset of stacks, which removes the effect of the blinds and position that no model sees):
+
+{frame_markdown(averaged, decimals=4)}
+
+**MAPD per player count**
+
+{frame_markdown(wide.reset_index(), decimals=4)}
+
+## By stack size
+
+Mean (model − equilibrium) in $ for each stack size, all models in one chart per player count:
+above zero the model overvalues the stack.
+{chart_html(charts.value_by_stack(signed, "mean (model − equilibrium) ($)"), "dev-signed-by-stack")}
+
+Mean |model − equilibrium| in $ for each stack size:
+{chart_html(charts.value_by_stack(absolute, "mean |model − equilibrium| ($)"), "dev-abs-by-stack")}
+
+## FGS depth
+
+MAPD and MAD of FGS-d against the depth d (d = 0 is Harville, the starting point of FGS).
+{chart_html(charts.depth_curve(depth[["depth", "mapd_pct", "mad"]]), "fgs-depth")}
+
+## The model strategy solves
+
+Each model's strategy: every state's hand solved with CFR+ to gamma = {cfg['gamma']:g} $ with the
+successor states valued by the model (table `model_sweeps`).
+
+{frame_markdown(sweeps, decimals=6)}
+
+## Query it
+
+{query_block(f"SELECT * FROM deviation_summary WHERE game = '{game}' AND players IS NULL ORDER BY averaging, mapd_pct")}
+{query_block(f"SELECT * FROM deviation_by_stack WHERE game = '{game}' AND players = {cfg['players']} ORDER BY model, stack")}
+{query_block(f'''SELECT model, stack, payoff, equilibrium, relative_deviation_pct FROM model_values
+WHERE game = '{game}' AND players = {cfg['players']} ORDER BY abs(relative_deviation_pct) DESC LIMIT 10''')}
+"""
+
+
+def ex_post_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    summary = con.execute("""SELECT profile, start_mean_roi_pct, start_max_roi_pct, start_mean_gain, start_max_gain,
+                                    all_mean_gain, all_max_gain, pairs FROM ex_post WHERE game = ?""", [game]).df()
+    if summary.empty:
+        return "# Ex post\n\nNo profile has been checked yet (assets `ex_post_equilibrium`, `ex_post_models`).\n"
+    profiles = ["equilibrium", *model_order([p for p in summary["profile"] if p != "equilibrium"])]
+    summary = summary.set_index("profile").loc[[p for p in profiles if p in set(summary["profile"])]].reset_index()
+    fair = float(sum(cfg["payouts"])) / cfg["players"]
+    by_layer = con.execute("""SELECT profile AS series, players, avg(gain) AS mean_gain, max(gain) AS max_gain
+                              FROM nemesis_values WHERE game = ? GROUP BY ALL ORDER BY ALL""", [game]).df()
+    return f"""# Ex post: how exploitable is each profile?
+
+For the equilibrium and for every model's strategy profile, a single *nemesis* player
+best-responds over the whole remaining tournament while everybody else plays the profile (SPEC
+§6, §7.5). His gain over the profile's own value, in $, measures how much the profile leaves on
+the table. Start-state ROI = gain / fair share ({fair:g} $) × 100. The equilibrium's gain is only
+the accumulated per-hand tolerance gamma = {cfg['gamma']:g} $; a model's gain is what a player who
+knows the model is wrong could win against a table that believes it.
+
+{frame_markdown(summary, decimals=5)}
+
+{chart_html(charts.ex_post_bars(by_layer, profiles), "ex-post-bars")}
+
+## Query it
+
+{query_block(f"SELECT * FROM ex_post WHERE game = '{game}' ORDER BY all_mean_gain")}
+{query_block(f'''SELECT profile, players, state_id, position, profile_value, nemesis_value, gain
+FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10''')}
+"""
+
+
+def model_ranges_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    start = list(cfg["start"])
+    grids = con.execute(
+        """WITH s AS (SELECT players, state_id, positions FROM states WHERE game = ? AND stacks = ?),
+           profiles AS (
+             SELECT 'equilibrium' AS model, j.players, j.state_id, j.node, j.class_id, j.jam_probability
+             FROM equilibrium_jam j JOIN s USING (players, state_id) WHERE j.game = ?
+             UNION ALL
+             SELECT m.model, m.players, m.state_id, m.node, m.class_id, m.jam_probability
+             FROM model_jam m JOIN s USING (players, state_id) WHERE m.game = ?)
+           SELECT b.model, b.node, e.actor_name || ' first in' AS node_name, h.grid_row, h.grid_col, h.label,
+                  h.combos, b.jam_probability
+           FROM profiles b JOIN equilibrium_nodes e ON e.game = ? AND e.players = b.players AND e.state_id = b.state_id
+                                               AND e.node = b.node
+           JOIN hand_classes h ON h.class_id = b.class_id
+           WHERE len(e.jammed_before) = 0""", [game, start, game, game, game]).df()
+    if grids.empty or set(grids["model"]) == {"equilibrium"}:
+        return "# Model ranges\n\nNo model strategies yet (asset `model_strategies`).\n"
+    models = ["equilibrium", *model_order([m for m in grids["model"].unique() if m != "equilibrium"])]
+    share = (grids.assign(w=grids["combos"] * grids["jam_probability"])
+             .groupby(["model", "node", "node_name"], as_index=False)["w"].sum())
+    share["jam_pct"] = 100 * share["w"] / 1326
+    table = share.pivot_table(index="model", columns="node_name", values="jam_pct")
+    table = table.loc[[m for m in models if m in table.index]]
+    nodes = share.drop_duplicates("node").sort_values("node")["node_name"].tolist()
+    table = table[nodes].reset_index()
+    shown = [m for m in models if m in ("equilibrium", "harville", f"FGS-{cfg.get('fgs_depth', 0)}")]
+    panels = grids[grids["model"].isin(shown)].assign(
+        panel=lambda d: d["model"] + " · " + d["node_name"],
+        order=lambda d: d["model"].map({m: i for i, m in enumerate(shown)}) * 100 + d["node"])
+    return f"""# Model ranges
+
+First-in jamming ranges at the start state ({', '.join(map(str, start))}) of game `{game}`: the
+equilibrium's and each model's (the model's strategy is the hand solved with successors valued
+by the model). The table gives the share of all 1,326 hands jammed, in %.
+
+{frame_markdown(table, decimals=2)}
+
+{chart_html(charts.push_fold_grids(panels, "jam probability: equilibrium, ICM and the deepest FGS",
+                                   columns=len(nodes)), "model-ranges")}
+
+## Query it
+
+{query_block(f'''SELECT m.model, m.node, m.label, m.jam_probability, e.jam_probability AS equilibrium
+FROM model_jam m JOIN equilibrium_jam e USING (game, players, state_id, node, class_id)
+JOIN states s USING (game, players, state_id)
+WHERE m.game = '{game}' AND s.stacks = [{', '.join(map(str, start))}] AND m.jam_probability <> e.jam_probability
+ORDER BY abs(m.jam_probability - e.jam_probability) DESC LIMIT 20''')}
+"""
+
+
+def simulation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    sim = con.execute("""SELECT model, hero_position, hero_seat, mean_payoff, standard_error, roi_pct, roi_se_pct,
+                                finishing, mean_hands, tournaments, seed FROM simulation WHERE game = ?""", [game]).df()
+    if sim.empty:
+        return "# Simulation\n\nNo simulation yet (asset `simulations`).\n"
+    models = ["equilibrium", *model_order([m for m in sim["model"].unique() if m != "equilibrium"])]
+    seats = sim.sort_values("hero_position")["hero_seat"].drop_duplicates().tolist()
+    roi = sim.pivot_table(index="model", columns="hero_seat", values="roi_pct").loc[models, seats]
+    roi_se = sim.pivot_table(index="model", columns="hero_seat", values="roi_se_pct").loc[models, seats]
+    table = roi.copy().astype(object)
+    for m in models:
+        for s in seats:
+            table.loc[m, s] = f"{roi.loc[m, s]:+.3f} ± {roi_se.loc[m, s]:.3f}"
+    mean_roi = sim.groupby("model")["roi_pct"].mean().loc[models]
+    table.insert(0, "mean ROI % over seats", [f"{v:+.3f}" for v in mean_roi])
+    places = len(sim["finishing"].iloc[0])
+    fin = sim.groupby("model")["finishing"].apply(lambda col: np.mean(np.stack(col.to_numpy()), axis=0)).loc[models]
+    fin_table = pd.DataFrame(np.stack(fin.to_numpy()), index=models, columns=[f"P{q}" for q in range(1, places + 1)])
+    depth = sim.groupby("model", as_index=False)["roi_pct"].mean()
+    depth = depth[depth["model"].str.startswith("FGS") | (depth["model"] == "harville")]
+    depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
+    mapd = con.execute("""SELECT model, mapd_pct FROM deviation_summary WHERE game = ? AND averaging = 'plain'
+                          AND players IS NULL""", [game]).df()
+    depth = depth.merge(mapd, on="model").sort_values("depth")
+    matches = con.execute("""SELECT model_a, model_b, avg(roi_a_pct) AS mean_roi_a_pct, avg(roi_b_pct) AS mean_roi_b_pct,
+                                    sqrt(sum(roi_a_se_pct ^ 2)) / count(*) AS roi_a_se_pct, count(*) AS seatings,
+                                    sum(tournaments) AS tournaments
+                             FROM direct_matches WHERE game = ? GROUP BY ALL""", [game]).df()
+    T, hands = int(sim["tournaments"].iloc[0]), float(sim["mean_hands"].mean())
+    start = ", ".join(map(str, cfg["start"]))
+    return f"""# Simulation
+
+Monte Carlo tournaments of game `{game}` from the start state ({start}), drawing hands card by card
+under the card model and showdown orders from the same class-level tables the solver uses (SPEC
+§7.6). In each row one player — the hero — plays a model's strategies for the whole tournament,
+and the other players the equilibrium; {T:,} tournaments per model and hero seat (about
+{hands:.1f} hands each), seeds in the table. ROI = (mean prize − fair share) / fair share × 100 with
+fair share = prize pool / players; ± is one standard error. The `equilibrium` row is the control:
+everybody on the equilibrium, so its ROI is only the value of the seat.
+
+## Hero ROI (%) by starting seat
+
+{frame_markdown(table.reset_index().rename(columns={"model": "hero plays"}))}
+
+## The hero's finishing distribution (mean over seats)
+
+{frame_markdown(fin_table.reset_index().rename(columns={"index": "hero plays"}), decimals=4)}
+
+## FGS depth curve
+
+Mean hero ROI over the seats (left) and MAPD of the payoffs against the equilibrium (right) for
+FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
+{chart_html(charts.depth_roi_curve(depth[["depth", "roi_pct", "mapd_pct"]]), "sim-fgs-depth")}
+
+## Direct matches against Harville
+
+Each model against Harville (ICM) over all {2 ** cfg['players'] - 2} seatings of the start state;
+mean ROI of a player on each side, averaged over the seatings (the sides' ROIs weighted by their
+seat counts sum to zero in every seating).
+
+{frame_markdown(matches, decimals=4)}
+
+## Query it
+
+{query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
+{query_block(f"SELECT * FROM direct_matches WHERE game = '{game}' ORDER BY model_a, a_players")}
+"""
