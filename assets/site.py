@@ -10,15 +10,16 @@ from assets.resources import GameResource, WarehouseResource, build_dir
 from assets.rollout import hand_classes, rollout_pairs, rollout_triples
 from assets.ex_post import ex_post_equilibrium
 from assets.model_analysis import ex_post_models, model_strategies
+from assets.simulation import simulations
 from assets.solve import LAYER_ASSETS
 from sitegen.build import build_site
 
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
           deps=[hand_classes, rollout_pairs, rollout_triples, game_states, equity_model_tables, *LAYER_ASSETS,
-                ex_post_equilibrium, model_strategies, ex_post_models],
+                ex_post_equilibrium, model_strategies, ex_post_models, simulations],
           description="Static site in build/site (open build/site/index.html): home, showdown tables, equity models, "
-                      "equilibrium, push/fold, solve quality, models vs equilibrium, model ranges, ex post, warehouse reference. Rebuilt as a whole and swapped in only when complete.")
+                      "equilibrium, push/fold, solve quality, models vs equilibrium, model ranges, ex post, simulation, warehouse reference. Rebuilt as a whole and swapped in only when complete.")
 def results_site(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()

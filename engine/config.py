@@ -154,7 +154,7 @@ def _validate(cfg: GameConfig) -> None:
 PROFILES: dict[str, dict[str, Any]] = {
     # Small 5-player game (255 states, start 2,2,2,2,2): every layer, the equilibrium and its checks in
     # minutes on 2 cores.
-    "quick": dict(players=5, units=10, payouts=(50, 30, 20), gamma=1e-3, fgs_depth=2,
+    "quick": dict(players=5, units=10, payouts=(50, 30, 20), gamma=1e-3, fgs_depth=2, simulation_tournaments=200_000,
                   rollout_pairs="exact", rollout_triples="sampled", rollout_samples=2000),
     # Ganzfried & Sandholm 2008: 3 players, 13,500 chips at 300/600.
     "gs08": dict(players=3, units=45, payouts=(50, 30, 20), gamma=1e-4),

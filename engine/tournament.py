@@ -117,6 +117,20 @@ class _Ticker:
                        "states": self.m, "wall_s": now - self.t0})
 
 
+RESTART_WEIGHT: float | None = 2.0
+"""When a solved state's successor values change, its regrets are scaled to this many iterations'
+worth before CFR+ continues (None keeps them as they are); see
+:func:`engine.model_strategies.warm_start`."""
+
+
+def _rescale_regrets(solver: HandSolver) -> None:
+    if RESTART_WEIGHT is None or solver.iterations == 0:
+        return
+    scale = RESTART_WEIGHT / solver.iterations
+    for arr in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold):
+        arr *= scale
+
+
 def _warm_from_neighbour(solver: HandSolver, stacks: np.ndarray, solvers: list[HandSolver], done: np.ndarray) -> None:
     """Start a never-solved state from the regrets of a finished state one unit away.
 
@@ -153,9 +167,10 @@ def _inner_target(gamma: float, log: list[dict], loose: bool) -> float:
 
     Inexact policy iteration: while the values still move by ΔV per outer iteration, solving
     hands far below ΔV is wasted (their successor values are that far off), so the target is
-    max(gamma, ΔV_last / 10), never rising, and gamma once an outer iteration at a looser target
-    updated no state. The first outer iteration (ICM successor values) uses 100·gamma. The
-    layer still ends only after an outer iteration at gamma updates no state (SPEC §6).
+    max(gamma, ΔV_last / 10), never rising, and ten times tighter once an outer iteration at a
+    looser target updated no state. The first outer iteration (ICM successor values) uses
+    100·gamma. The layer still ends only after an outer iteration at gamma updates no state
+    (SPEC §6).
     """
     if not loose:
         return gamma
@@ -163,7 +178,7 @@ def _inner_target(gamma: float, log: list[dict], loose: bool) -> float:
         return 100 * gamma
     last = log[-1]
     if last["states_updated"] == 0:
-        return gamma
+        return max(gamma, last["target"] / 10)
     return max(gamma, min(last["target"], last["max_delta_v"] / 10))
 
 
@@ -207,6 +222,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 spent = 0
                 if e > target:
                     if solver.iterations:
+                        _rescale_regrets(solver)
                         solver.restart_average()
                     while e > target and spent < max_iterations:
                         solver.iterate(U, batch, delay=2 if solver.avg_start == 0 else 0, ws=ws)

@@ -14,6 +14,7 @@ rollout_pairs = "sampled"
 rollout_triples = "sampled"
 rollout_samples = 4
 rollout_seed = 3
+simulation_tournaments = 20000
 """
 
 

@@ -14,7 +14,7 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
             "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "model_strategies",
-            "ex_post_models", "results_site"} <= keys
+            "ex_post_models", "simulations", "results_site"} <= keys
 
 
 def test_every_asset_and_check_succeeds(tiny_build):
@@ -26,7 +26,7 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
         "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
         "nemesis_at_least_profile", "policy_iteration_converged", "every_state_within_gamma",
-        "fgs_values_sum_to_open_prizes"}
+        "fgs_values_sum_to_open_prizes", "equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 
@@ -182,3 +182,21 @@ def test_model_strategies_and_their_ex_post(tiny_build):
     assert con.execute("SELECT min(gain) FROM nemesis_values WHERE game = 'tiny'").fetchone()[0] >= -1e-8
     # the equilibrium is much harder to exploit than a model that ignores the future hands
     assert ex.loc["harville", "all_mean_gain"] > 5 * ex.loc["equilibrium", "all_mean_gain"]
+
+
+def test_simulation_tables(tiny_build):
+    """Control rows match the equilibrium values; every seating of a direct match hands out the prize pool."""
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    sim = con.execute("SELECT * FROM simulation WHERE game = 'tiny'").df()
+    assert set(sim["model"]) == {"equilibrium", *MODELS} and len(sim) == 3 * (1 + len(MODELS))
+    assert (sim["tournaments"] == 20000).all() and sim["seed"].nunique() == len(sim)
+    values = con.execute("""SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v
+                            JOIN states s USING (game, players, state_id) WHERE v.game = 'tiny' AND s.stacks = [2, 2, 2]""").fetchone()[0]
+    control = sim[sim["model"] == "equilibrium"].sort_values("hero_position")
+    assert np.all(np.abs(control["mean_payoff"].to_numpy() - values) <= 4 * control["standard_error"].to_numpy())
+    for fin in sim["finishing"]:
+        assert sum(fin) == pytest.approx(1.0)
+    matches = con.execute("SELECT * FROM direct_matches WHERE game = 'tiny'").df()
+    assert len(matches) == (len(MODELS) - 1) * (2 ** 3 - 2)
+    weighted = matches["a_players"] * matches["roi_a_pct"] + (3 - matches["a_players"]) * matches["roi_b_pct"]
+    assert np.abs(weighted).max() < 1e-9

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 PAGES = ["index.html", "showdown.html", "equity-models.html", "warehouse.html", "equilibrium.html", "push-fold.html",
-         "solve-quality.html", "models.html", "model-ranges.html", "ex-post.html"]
+         "solve-quality.html", "models.html", "model-ranges.html", "ex-post.html",
+         "simulation.html"]
 
 
 def test_pages_exist_and_link_assets(tiny_build):
@@ -59,7 +60,7 @@ def _rendered_dom(url: str) -> str:
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
                                           ("push-fold.html", 3), ("solve-quality.html", 2), ("models.html", 3),
-                                          ("model-ranges.html", 1), ("ex-post.html", 1)])
+                                          ("model-ranges.html", 1), ("ex-post.html", 1), ("simulation.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")

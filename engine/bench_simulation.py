@@ -1,0 +1,142 @@
+"""Simulation benchmark: tournaments per second from the start state of a big game.
+
+    python -m engine.bench_simulation [--units 45] [--players 5] [--tournaments N] [--cache FILE]
+
+The full 45-unit game is not solved, so every state gets a *synthetic* deterministic profile:
+hands are ranked by their equity against a random hand (``win2_vs_random``) and a player jams
+with the top x of all hands (combo-weighted). Opening (nobody in yet): x = min(1, 3 / E) /
+(1 + (b − 1)/4) with E the effective stack in big blinds (min(own stack, largest other stack))
+and b the players still to act behind him (heads-up SB: 1, so ≈ 67 % at 4.5 BB, the first of
+five ≈ 38 %); facing j ≥ 1 jammers: x = min(1, 2 / E) / 2^(j−1) (≈ 44 % against one jam at
+4.5 BB). Roughly the shape of push/fold charts without ICM. The profile is pure (0 or 1), so
+its uint8 form (:func:`engine.simulation.pack_profile` with ``dtype=np.uint8``, 4× smaller)
+plays exactly the same tournaments as float32; both are timed.
+
+Showdown tensors come from sampled tables (the simulation's speed does not depend on their
+precision). Prints the packing time (building every state's hand tree, in worker processes),
+the numba compile time, tournaments/s with all threads and with one (and per CPU-second, which is
+what idle cores would give when other processes compete for them), hands per tournament and
+the mean payoff and finishing distribution per starting position. ``--cache FILE`` keeps the
+packed game between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numba
+import numpy as np
+
+from engine.rollout import build_pair_table, build_triple_table
+from engine.showdown import showdown_tensors
+from engine.simulation import NC, PackedGame, ShowdownSampler, default_processes, pack_game, simulate
+
+
+def threshold_profile(game: PackedGame, equity: np.ndarray, p1: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """The synthetic profile of the module docstring, float32 (total_nodes, 169)."""
+    order = np.argsort(-equity, kind="stable")
+    top = np.empty(NC)
+    top[order] = np.cumsum(p1[order]) - p1[order]  # share of hands strictly better than the class
+    state, _, actor, depth = game.node_rows()
+    out = np.empty((len(state), NC), np.float32)
+    for lo in range(0, len(state), chunk):
+        sl = slice(lo, lo + chunk)
+        stacks = game.state_stacks[state[sl]].astype(np.float64)
+        own = np.take_along_axis(stacks, actor[sl, None], axis=1)[:, 0]
+        np.put_along_axis(stacks, actor[sl, None], 0.0, axis=1)
+        eff_bb = np.minimum(own, stacks.max(axis=1)) / 2.0
+        behind = (game.state_players[state[sl]] - 1 - actor[sl]).astype(np.float64)
+        x_open = np.minimum(1.0, 3.0 / eff_bb) / (1.0 + (behind - 1.0) / 4.0)
+        x_call = np.minimum(1.0, 2.0 / eff_bb) * 0.5 ** np.maximum(depth[sl] - 1, 0)
+        x = np.where(depth[sl] == 0, x_open, x_call)
+        out[sl] = top[None, :] < x[:, None]
+    return out
+
+
+def _timed(game, profile, seats, start, tournaments, seed, sampler, threads, reps=3):
+    """Best-of-``reps`` wall time (s), the CPU time of that run (s, all threads) and the last
+    result, on ``threads`` numba threads. CPU time tells what the run would take on idle cores
+    when other processes compete for them."""
+    numba.set_num_threads(threads)
+    best, cpu, res = float("inf"), 0.0, None
+    for _ in range(reps):
+        c0 = time.process_time()
+        res = simulate(game, [profile], seats, start, tournaments, seed, sampler)
+        if res.wall_s < best:
+            best, cpu = res.wall_s, time.process_time() - c0
+    return best, cpu, res
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--units", type=int, default=45)
+    parser.add_argument("--players", type=int, default=5)
+    parser.add_argument("--tournaments", type=int, default=2_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cache", default=None, help="npz file: load the packed game from it, or write it there")
+    args = parser.parse_args(argv)
+    payouts = (50.0, 30.0, 20.0)[:args.players]
+    threads = numba.get_num_threads()
+    print(f"numba threads {threads}, cpus {os.cpu_count()}")
+
+    t0 = time.perf_counter()
+    sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
+                          build_triple_table("sampled", samples=4, seed=1))
+    sampler = ShowdownSampler.from_tensors(sd)
+    print(f"tensors (sampled tables) and sampler: {time.perf_counter() - t0:.1f} s")
+
+    t0 = time.perf_counter()
+    if args.cache and os.path.exists(args.cache):
+        game = PackedGame.load(args.cache)
+        how = f"loaded from {args.cache}"
+    else:
+        procs = default_processes()
+        game = pack_game(args.units, args.players, payouts, processes=procs)
+        how = f"packed (hand trees of every state) with {procs} processes"
+        if args.cache:
+            game.save(args.cache)
+    print(f"game {args.units} units, {args.players} players: {game.states:,} states, {game.total_nodes:,} profile "
+          f"rows, {len(game.out_next):,} outcomes; {how} in {time.perf_counter() - t0:.1f} s")
+
+    t0 = time.perf_counter()
+    f32 = threshold_profile(game, sd.win2_vs_random, sd.p1)
+    u8 = (f32 * 255).astype(np.uint8)  # the profile is pure, so uint8 levels play it exactly
+    print(f"synthetic threshold profile: {time.perf_counter() - t0:.1f} s; float32 {f32.nbytes / 2**30:.2f} GiB, "
+          f"uint8 {u8.nbytes / 2**30:.2f} GiB. Rule: jam the top x of hands by equity vs a random hand, "
+          f"x = min(1, 3/E)/(1 + (behind-1)/4) opening, min(1, 2/E)/2^(jammers-1) facing jams "
+          f"(E = effective stack in BB)")
+
+    base, extra = divmod(args.units, args.players)
+    start = tuple(base + (1 if i < extra else 0) for i in range(args.players))
+    seats = [0] * args.players
+    t0 = time.perf_counter()
+    for prof in (f32, u8):
+        simulate(game, [prof], seats, start, 1000, args.seed, sampler)
+    print(f"numba compile (or cache load) of the float32 and uint8 kernels: {time.perf_counter() - t0:.1f} s")
+    simulate(game, [u8], seats, start, args.tournaments, args.seed, sampler)  # warm-up: page in the tables
+
+    results = {}
+    for label, prof in (("uint8", u8), ("float32", f32)):
+        for nthreads in (threads, 1):
+            wall, cpu, res = _timed(game, prof, seats, start, args.tournaments, args.seed, sampler, nthreads)
+            results[label] = res
+            rate = args.tournaments / wall
+            print(f"{label} profile, {nthreads} thread(s): {args.tournaments:,} tournaments in {wall:.2f} s (best of 3)"
+                  f" = {rate:,.0f} tournaments/s, {rate * res.mean_hands:,.0f} hands/s; CPU {cpu:.2f} s = "
+                  f"{args.tournaments / cpu:,.0f} tournaments per CPU-second, "
+                  f"{cpu / (args.tournaments * res.mean_hands) * 1e9:.0f} ns CPU per hand")
+    numba.set_num_threads(threads)
+    res = results["uint8"]
+    same = np.array_equal(res.mean, results["float32"].mean) and np.array_equal(res.finishing,
+                                                                                results["float32"].finishing)
+    print(f"start {start}: {res.mean_hands:.2f} hands per tournament, unfinished {res.unfinished}; "
+          f"uint8 and float32 results identical: {same}")
+    print("mean payoff $ per starting position: " + ", ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(res.mean, res.se)))
+    print("finishing distribution (rows = starting position, columns = place):")
+    print(np.array2string(res.finishing, precision=4))
+
+
+if __name__ == "__main__":
+    main()

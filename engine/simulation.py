@@ -1,0 +1,541 @@
+"""Monte Carlo tournaments of the abstract game (SPEC §7.6).
+
+Whole tournaments are played from a start state: hands are dealt card by card under the card
+model, every decision follows the acting player's strategy profile, showdowns are drawn from the
+same class-level tables the solver uses, and eliminations, shared places and prizes follow the
+rules of :mod:`engine.hand`. The players are tracked through the seat changes, so a player can
+keep his own profile (a model) for the whole tournament while the others play another one.
+
+**Packing.** :func:`pack_game` flattens every state of layers 2..players into numba-friendly
+arrays. A hand's action tree depends only on the player count and on which blinds are all-in
+(a *key*, at most 4 per player count), so nodes and terminals are stored once per key; per state
+there are only the profile rows of its nodes and the outcomes of its terminals (next state, and
+per old position its new seat or its place). Global state id = ``layer_start[n]`` + the state's
+index in its layer (:func:`engine.states.state_index`); the profile rows of a state are its
+nodes in the order of :func:`engine.game_tree.compile_hand` (= the solver's strategy rows).
+
+**Results** are per player, indexed by starting position: mean payoff ($) with its standard
+error, ROI % = (mean − fair)/fair·100 with fair = prize money still in play / players at the
+start state, and the finishing distribution (probabilities of places 1..n). Eliminations in the
+same hand are placed by starting stack; equal stacks share the prizes of their places (the payoff
+is the shared prize) and the *sampled* place is a uniformly random one of the shared places.
+
+**Profiles** are (total_nodes, 169) arrays from :func:`pack_profile`: float32 jam probabilities
+(exact) or uint8 levels (4× smaller and faster on big games; exact for pure strategies). Up to six
+profiles can share a table (``seat_profile`` says who plays which).
+
+See :mod:`engine.simulation_kernel` for the random numbers, the card model and reproducibility.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import permutations
+from multiprocessing import get_context
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+import numpy as np
+
+from engine import simulation_kernel as kernel
+from engine.hand import hand_tree
+from engine.states import enumerate_states, state_index
+
+if TYPE_CHECKING:
+    from engine.cfr import SolverTensors
+    from engine.showdown import ShowdownTensors
+
+NC = 169
+
+
+# --------------------------------------------------------------------------------------------
+# the packed game
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PackedGame:
+    """Every state of layers 2..players as flat arrays (see the module docstring).
+
+    S states, K keys (tree shapes), KN / KT nodes / terminals over all keys, O outcomes.
+    """
+
+    units: int
+    players: int
+    payouts: tuple[float, ...]
+    layer_start: np.ndarray  # int64[players + 2]: first global id of layer n (n = 2..players+1)
+    state_players: np.ndarray  # int8[S]
+    state_stacks: np.ndarray  # int16[S, players] stacks in acting order, 0-padded
+    state_key: np.ndarray  # int16[S]
+    state_node: np.ndarray  # int64[S] first profile row of the state
+    state_out: np.ndarray  # int64[S] first outcome of the state
+    key_root: np.ndarray  # int16[K] root: node index, or -1 - terminal index
+    key_node_off: np.ndarray  # int64[K+1]
+    key_term_off: np.ndarray  # int64[K+1]
+    key_outcomes: np.ndarray  # int64[K] outcomes per state of that key
+    node_actor: np.ndarray  # int8[KN]
+    node_depth: np.ndarray  # int8[KN] jammers before the node
+    node_fold: np.ndarray  # int16[KN] child: node index or -1 - terminal index (within the key)
+    node_jam: np.ndarray  # int16[KN]
+    term_ndeal: np.ndarray  # int8[KT] hands at the showdown (0 = no showdown, 2 or 3)
+    term_deal: np.ndarray  # int8[KT, 3] deal order: jammers (acting order), then showdown-only
+    term_out: np.ndarray  # int16[KT] first outcome of the terminal within the state's outcomes
+    term_orders: np.ndarray  # int8[KT] outcomes of the terminal (1, 2 or 6)
+    out_next: np.ndarray  # int32[O] global id of the next state, -1 when the tournament ended
+    out_code: np.ndarray  # int8[O, players] new seat (>= 0) or -(8·best place + tied) (see kernel)
+    share: np.ndarray  # float64[players+2, 4]: share[best, tied] $ to each of tied players sharing places best..
+
+    @property
+    def states(self) -> int:
+        return len(self.state_players)
+
+    @property
+    def total_nodes(self) -> int:
+        """Rows of a packed profile."""
+        k = self.state_key[-1]
+        return int(self.state_node[-1] + self.key_node_off[k + 1] - self.key_node_off[k])
+
+    @cached_property
+    def kernel_records(self) -> tuple[np.ndarray, np.ndarray]:
+        """(st_rec int64[S, 4], out_rec uint8[O, 3 + players]): the per-state and per-outcome
+        fields packed so that each is one cache line (see :mod:`engine.simulation_kernel`)."""
+        st_rec = np.stack([self.state_players, self.state_key, self.state_node, self.state_out], axis=1)
+        out_rec = np.empty((len(self.out_next), 3 + self.players), np.uint8)
+        nxt = self.out_next.astype(np.int64) + 1
+        if nxt.size and nxt.max() >= 2 ** 24:
+            raise ValueError("too many states for the 3-byte next-state field")
+        for j in range(3):
+            out_rec[:, j] = (nxt >> (8 * j)) & 0xFF
+        out_rec[:, 3:] = self.out_code.view(np.uint8)
+        return np.ascontiguousarray(st_rec, dtype=np.int64), out_rec
+
+    def state_id(self, stacks: Sequence[int]) -> int:
+        """Global id of the state ``stacks`` (acting order; must sum to ``units``)."""
+        stacks = tuple(int(x) for x in stacks)
+        if sum(stacks) != self.units or not 2 <= len(stacks) <= self.players or min(stacks) < 1:
+            raise ValueError(f"stacks must be {2}..{self.players} positive stacks summing to {self.units}; "
+                             f"got {stacks}")
+        return int(self.layer_start[len(stacks)]) + state_index(stacks)
+
+    def node_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per profile row: (global state, node index within the state, actor position, depth)."""
+        counts = np.diff(self.key_node_off)[self.state_key]
+        state = np.repeat(np.arange(self.states), counts)
+        local = np.arange(len(state)) - self.state_node[state]
+        kn = self.key_node_off[self.state_key[state]] + local
+        return state, local, self.node_actor[kn].astype(np.int64), self.node_depth[kn].astype(np.int64)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the packed arrays to an ``.npz`` file (packing the 45-unit game takes minutes)."""
+        arrays = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}  # no cached records
+        np.savez(path, units=self.units, players=self.players, payouts=np.array(self.payouts), **arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PackedGame":
+        """Read a game written by :meth:`save`."""
+        with np.load(path) as data:
+            fields = {k: data[k] for k in data.files if k not in ("units", "players", "payouts")}
+            return cls(units=int(data["units"]), players=int(data["players"]),
+                       payouts=tuple(float(x) for x in data["payouts"]), **fields)
+
+
+def _key_id(n: int, sb_allin: bool, bb_allin: bool) -> int:
+    return 4 * (n - 2) + 2 * int(sb_allin) + int(bb_allin)
+
+
+def _deal_orders(term) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(deal order, outcome orders) of a terminal, exactly as :func:`engine.game_tree.compile_hand`."""
+    jam = tuple(term.jammers)
+    showdown_only = tuple(p for p in term.contesting if p not in jam)
+    if len(term.contesting) < 2:
+        return (), [term.outcomes[0].order]
+    deal = jam + showdown_only
+    return deal, [tuple(deal[i] for i in perm) for perm in permutations(range(len(deal)))]
+
+
+def _structures(players: int, payouts: tuple[float, ...]):
+    """Per key: (nodes, terminals, outcome index maps) from a representative hand tree."""
+    out = {}
+    for n in range(2, players + 1):
+        for sb_ai in (False, True):
+            for bb_ai in (False, True):
+                stacks = [3] * n
+                stacks[n - 2] = 1 if sb_ai else 3
+                stacks[n - 1] = 2 if bb_ai else 3
+                tree = hand_tree(tuple(stacks), payouts)
+                omaps, deals = [], []
+                for term in tree.terminals:
+                    deal, orders = _deal_orders(term)
+                    index = {o.order: i for i, o in enumerate(term.outcomes)}
+                    omaps.append([index[order] for order in orders])
+                    deals.append(deal)
+                out[_key_id(n, sb_ai, bb_ai)] = (tree, omaps, deals)
+    return out
+
+
+def _share_table(players: int, payouts: tuple[float, ...]) -> np.ndarray:
+    """share[best, tied] = $ to each of ``tied`` players sharing places best..best+tied−1."""
+    pay = list(payouts) + [0.0] * (players + 4)
+    share = np.zeros((players + 2, 4))
+    for best in range(1, players + 1):
+        for tied in range(1, 4):
+            share[best, tied] = sum(pay[best - 1:best - 1 + tied]) / tied
+    return share
+
+
+def _pack_states(units: int, n: int, lo: int, hi: int, players: int, payouts: tuple[float, ...]):
+    """Outcomes of the states lo..hi−1 of layer n: (keys, outcomes per state, out_next, out_code)."""
+    structures = _structures(players, payouts)
+    share = _share_table(players, payouts)
+    ids: dict[tuple[int, ...], int] = {}
+    start = 0
+    for m in range(2, n + 1):
+        for i, row in enumerate(enumerate_states(units, m)):
+            ids[tuple(row.tolist())] = start + i
+        start += math.comb(units - 1, m - 1)
+    codes_memo: dict = {}
+    rows = enumerate_states(units, n)[lo:hi]
+    keys = np.empty(len(rows), np.int16)
+    counts = np.empty(len(rows), np.int64)
+    nxt: list[int] = []
+    code_rows: list[tuple[int, ...]] = []
+    for r, row in enumerate(rows):
+        stacks = tuple(row.tolist())
+        tree = hand_tree(stacks, payouts)
+        k = _key_id(n, stacks[n - 2] <= 1, stacks[n - 1] <= 2)
+        keys[r] = k
+        omaps = structures[k][1]
+        before = len(nxt)
+        for t, term in enumerate(tree.terminals):
+            outs = term.outcomes
+            for idx in omaps[t]:
+                o = outs[idx]
+                nxt.append(ids[o.next_stacks] if o.next_stacks else -1)
+                memo_key = (o.new_position, o.places, o.prize)
+                code = codes_memo.get(memo_key)
+                if code is None:
+                    code = codes_memo[memo_key] = _codes(o, players, share)
+                code_rows.append(code)
+        counts[r] = len(nxt) - before
+    return keys, counts, np.array(nxt, np.int32), np.array(code_rows, np.int8).reshape(-1, players)
+
+
+def _codes(outcome, players: int, share: np.ndarray) -> tuple[int, ...]:
+    """Per old position: new seat, or -(8·best place + tied); checks the prize against ``share``."""
+    places = outcome.places
+    code = [0] * players
+    for p, seat in enumerate(outcome.new_position):
+        if seat >= 0:
+            code[p] = seat
+            continue
+        tied = sum(1 for y in places if y == places[p])
+        best = int(round(places[p] - (tied - 1) / 2))
+        if abs(share[best, tied] - outcome.prize[p]) > 1e-9:
+            raise AssertionError(f"prize {outcome.prize[p]} of place {places[p]} != share {share[best, tied]}")
+        code[p] = -(8 * best + tied)
+    return tuple(code)
+
+
+def pack_game(units: int, players: int, payouts: Sequence[float], processes: int = 1,
+              chunk: int = 20_000) -> PackedGame:
+    """Pack every state of layers 2..players of the game (units, players, payouts $).
+
+    Builds each state's :func:`engine.hand.hand_tree` (≈ 0.3 ms per state; the 45-unit
+    5-player game has 149,985 states). ``processes`` > 1 builds chunks of ``chunk`` states in
+    worker processes.
+    """
+    payouts = tuple(float(x) for x in payouts)
+    structures = _structures(players, payouts)
+    K = 4 * (players - 1)
+    key_nodes = np.array([len(structures[k][0].nodes) for k in range(K)], np.int64)
+    key_terms = np.array([len(structures[k][0].terminals) for k in range(K)], np.int64)
+    key_node_off = np.concatenate([[0], np.cumsum(key_nodes)])
+    key_term_off = np.concatenate([[0], np.cumsum(key_terms)])
+    node_actor, node_depth, node_fold, node_jam, key_root = [], [], [], [], []
+    term_ndeal, term_deal, term_out, term_orders, key_outcomes = [], [], [], [], []
+
+    def ref(child) -> int:
+        return child[1] if child[0] == "node" else -1 - child[1]
+
+    for k in range(K):
+        tree, omaps, deals = structures[k]
+        key_root.append(ref(tree.root))
+        for nd in tree.nodes:
+            node_actor.append(nd.actor)
+            node_depth.append(len(nd.jammers_before))
+            node_fold.append(ref(nd.fold_child))
+            node_jam.append(ref(nd.jam_child))
+        total = 0
+        for deal, omap in zip(deals, omaps):
+            term_ndeal.append(len(deal))
+            term_deal.append(list(deal) + [-1] * (3 - len(deal)))
+            term_out.append(total)
+            term_orders.append(len(omap))
+            total += len(omap)
+        key_outcomes.append(total)
+
+    layer_start = np.zeros(players + 2, np.int64)
+    for n in range(2, players + 1):
+        layer_start[n + 1] = layer_start[n] + math.comb(units - 1, n - 1)
+    jobs = [(units, n, lo, min(lo + chunk, math.comb(units - 1, n - 1)), players, payouts)
+            for n in range(2, players + 1) for lo in range(0, math.comb(units - 1, n - 1), chunk)]
+    if processes > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+            parts = list(pool.map(_pack_states_job, jobs))
+    else:
+        parts = [_pack_states(*job) for job in jobs]
+    state_key = np.concatenate([p[0] for p in parts])
+    out_counts = np.concatenate([p[1] for p in parts])
+    state_node = np.concatenate([[0], np.cumsum(key_nodes[state_key])[:-1]]).astype(np.int64)
+    state_out = np.concatenate([[0], np.cumsum(out_counts)[:-1]]).astype(np.int64)
+    state_stacks = np.zeros((int(layer_start[players + 1]), players), np.int16)
+    for n in range(2, players + 1):
+        state_stacks[layer_start[n]:layer_start[n + 1], :n] = enumerate_states(units, n)
+    game = PackedGame(
+        units=units, players=players, payouts=payouts, layer_start=layer_start,
+        state_players=(state_key // 4 + 2).astype(np.int8), state_stacks=state_stacks, state_key=state_key,
+        state_node=state_node,
+        state_out=state_out, key_root=np.array(key_root, np.int16), key_node_off=key_node_off,
+        key_term_off=key_term_off, key_outcomes=np.array(key_outcomes, np.int64),
+        node_actor=np.array(node_actor, np.int8), node_depth=np.array(node_depth, np.int8),
+        node_fold=np.array(node_fold, np.int16), node_jam=np.array(node_jam, np.int16),
+        term_ndeal=np.array(term_ndeal, np.int8), term_deal=np.array(term_deal, np.int8).reshape(-1, 3),
+        term_out=np.array(term_out, np.int16), term_orders=np.array(term_orders, np.int8),
+        out_next=np.concatenate([p[2] for p in parts]), out_code=np.concatenate([p[3] for p in parts]),
+        share=_share_table(players, payouts))
+    if not np.array_equal(out_counts, game.key_outcomes[state_key]):
+        raise AssertionError("outcome counts differ from the tree shapes")
+    return game
+
+
+def _pack_states_job(args):
+    return _pack_states(*args)
+
+
+PROFILE_DTYPES = {np.dtype(np.float32): 1.0, np.dtype(np.uint8): 255.0}
+"""Profile storage types and the entry that means "always jam": float32 probabilities (exact), or
+uint8 levels round(p · 255) — 4× less memory and faster simulations, exact for pure strategies,
+within 1/510 of p for mixed ones."""
+
+
+def pack_profile(game: PackedGame, strategies: Mapping[int, Sequence[np.ndarray]],
+                 dtype: type = np.float32) -> np.ndarray:
+    """A profile as a (total_nodes, 169) array of jam probabilities in packed row order.
+
+    ``strategies[n][s]`` is the (nodes, 169) jam-probability array of state s of layer n (the
+    solver's :attr:`engine.tournament.LayerSolution.strategy`); every layer 2..players is needed.
+    ``dtype``: float32 (exact) or uint8 levels (see :data:`PROFILE_DTYPES`).
+    """
+    top = PROFILE_DTYPES[np.dtype(dtype)]
+    out = np.empty((game.total_nodes, NC), dtype)
+    for n in range(2, game.players + 1):
+        layer = strategies[n]
+        lo, hi = int(game.layer_start[n]), int(game.layer_start[n + 1])
+        if len(layer) != hi - lo:
+            raise ValueError(f"layer {n} needs {hi - lo} state strategies; got {len(layer)}")
+        for s, sigma in enumerate(layer):
+            g = lo + s
+            k = game.state_key[g]
+            rows = int(game.key_node_off[k + 1] - game.key_node_off[k])
+            sigma = np.asarray(sigma, dtype=np.float64)
+            if sigma.shape != (rows, NC):
+                raise ValueError(f"state {s} of layer {n}: strategy shape {sigma.shape}, expected {(rows, NC)}")
+            if sigma.size and (np.isnan(sigma).any() or sigma.min() < 0 or sigma.max() > 1):
+                raise ValueError(f"state {s} of layer {n}: jam probabilities must lie in [0, 1]")
+            out[game.state_node[g]:game.state_node[g] + rows] = sigma if top == 1.0 else np.rint(sigma * top)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# showdown sampling tables
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ShowdownSampler:
+    """What the kernel draws showdowns from: win2[a, b] (float64, P(first dealt wins)) and
+    cum3[a, b, c, o] (float32, cumulative order3 over the 6 outcome orders, last = 1)."""
+
+    win2: np.ndarray
+    cum3: np.ndarray
+
+    @classmethod
+    def from_tensors(cls, tensors: "Tensors") -> "ShowdownSampler":
+        """From :class:`engine.showdown.ShowdownTensors` or :class:`engine.cfr.SolverTensors`."""
+        if isinstance(tensors, ShowdownSampler):
+            return tensors
+        if hasattr(tensors, "order3"):
+            order3 = np.moveaxis(tensors.order3, 0, -1)  # [a, b, c, o]
+        else:  # SolverTensors keep joint3 · order3
+            with np.errstate(invalid="ignore", divide="ignore"):
+                order3 = tensors.m3j / tensors.joint3[..., None]
+        cum3 = np.cumsum(order3, axis=-1, dtype=np.float64).astype(np.float32)
+        cum3[..., 5] = 1.0
+        np.nan_to_num(cum3, copy=False, nan=1.0)
+        return cls(np.ascontiguousarray(tensors.win2, dtype=np.float64), np.ascontiguousarray(cum3))
+
+
+# --------------------------------------------------------------------------------------------
+# simulation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SimulationResult:
+    """Per player, indexed by starting position (payoffs in $, ROI in %, places 1..n)."""
+
+    start: tuple[int, ...]
+    seat_profile: tuple[int, ...]
+    tournaments: int
+    seed: int
+    mean: np.ndarray  # (n,) mean payoff $
+    se: np.ndarray  # (n,) standard error of the mean $
+    roi: np.ndarray  # (n,) % relative to fair
+    roi_se: np.ndarray  # (n,) %
+    fair: float  # $ per player: prize money in play / n
+    finishing: np.ndarray  # (n, n) probability of finishing in place q+1
+    cov: np.ndarray  # (n, n) covariance of the players' payoffs in one tournament ($²)
+    mean_hands: float  # hands per tournament
+    unfinished: int  # tournaments stopped at max_hands (remaining players paid 0)
+    wall_s: float
+
+    def group_mean(self, members: Sequence[int]) -> tuple[float, float]:
+        """Mean payoff per player of a group of starting positions and its standard error ($)."""
+        w = np.zeros(len(self.mean))
+        w[list(members)] = 1.0 / len(members)
+        return float(w @ self.mean), float(math.sqrt(max(w @ self.cov @ w, 0.0) / self.tournaments))
+
+
+Tensors = Union["ShowdownTensors", "SolverTensors", ShowdownSampler]
+
+
+def simulate(game: PackedGame, profiles: Sequence[np.ndarray], seat_profile: Sequence[int], start: Sequence[int],
+             tournaments: int, seed: int, tensors: Tensors, max_hands: int = 100_000) -> SimulationResult:
+    """Play ``tournaments`` tournaments from ``start`` (stacks in acting order).
+
+    The player starting in position i uses ``profiles[seat_profile[i]]`` (1–6 packed profiles of
+    one dtype, see :func:`pack_profile`) for the whole tournament. ``tensors``: ShowdownTensors,
+    SolverTensors or a prebuilt :class:`ShowdownSampler` (build it once for many calls).
+    Tournaments still running after ``max_hands`` hands (a profile can let chips circulate
+    forever) are stopped: their remaining players get $0 and no place, and ``unfinished`` counts
+    them. Reproducible: the result depends only on (seed, tournaments), not on the number of numba
+    threads. Runs on all numba threads (``numba.set_num_threads``).
+    """
+    start = tuple(int(x) for x in start)
+    n = len(start)
+    g = game.state_id(start)
+    seat_profile = tuple(int(x) for x in seat_profile)
+    if len(seat_profile) != n or min(seat_profile) < 0 or max(seat_profile) >= len(profiles):
+        raise ValueError(f"seat_profile must give one profile index 0..{len(profiles) - 1} per position; "
+                         f"got {seat_profile}")
+    if not 1 <= len(profiles) <= kernel.MAX_PROFILES:
+        raise ValueError(f"between 1 and {kernel.MAX_PROFILES} profiles; got {len(profiles)}")
+    profs = [np.ascontiguousarray(p) for p in profiles]
+    dtype = profs[0].dtype
+    if dtype not in PROFILE_DTYPES:
+        raise ValueError(f"profiles must be float32 or uint8 (see pack_profile); got {dtype}")
+    for p in profs:
+        if p.shape != (game.total_nodes, NC) or p.dtype != dtype:
+            raise ValueError(f"profiles must all be {dtype} arrays of shape {(game.total_nodes, NC)}; "
+                             f"got {p.dtype} {p.shape}")
+    profs += [profs[0]] * (kernel.MAX_PROFILES - len(profs))
+    if tournaments < 1 or max_hands < 1:
+        raise ValueError("tournaments and max_hands must be >= 1")
+    st_rec, out_rec = game.kernel_records
+    sampler = ShowdownSampler.from_tensors(tensors)
+    nb = -(-tournaments // kernel.BLOCK)
+    pay_sum = np.zeros((nb, n))
+    pay_cross = np.zeros((nb, n, n))
+    place_cnt = np.zeros((nb, n, n), np.int64)
+    hands = np.zeros(nb, np.int64)
+    unfinished = np.zeros(nb, np.int64)
+    scale = kernel.TWO32 / PROFILE_DTYPES[dtype]
+    t0 = time.perf_counter()
+    kernel.simulate_blocks(np.int64(g), np.array(seat_profile, np.int64), *profs, scale, np.uint64(seed % 2**64),
+                           np.int64(tournaments), np.int64(max_hands), st_rec, game.key_root, game.key_node_off,
+                           game.key_term_off, game.node_actor, game.node_fold, game.node_jam, game.term_ndeal,
+                           game.term_out, out_rec, game.share, sampler.win2, sampler.cum3,
+                           pay_sum, pay_cross, place_cnt, hands, unfinished)
+    wall = time.perf_counter() - t0
+    T = tournaments
+    mean = pay_sum.sum(axis=0) / T
+    cov = pay_cross.sum(axis=0) / T - np.outer(mean, mean)
+    cov = cov * T / max(T - 1, 1)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0) / T)
+    fair = sum(game.payouts[:n]) / n
+    return SimulationResult(start=start, seat_profile=seat_profile, tournaments=T, seed=int(seed), mean=mean, se=se,
+                            roi=(mean - fair) / fair * 100.0, roi_se=se / fair * 100.0, fair=fair,
+                            finishing=place_cnt.sum(axis=0) / T, cov=cov, mean_hands=float(hands.sum()) / T,
+                            unfinished=int(unfinished.sum()), wall_s=wall)
+
+
+def _sub_seed(seed: int, k: int) -> int:
+    """Seed of the k-th simulation of a series: independent streams, reproducible from ``seed``."""
+    return (int(seed) * 1_000_003 + k) % 2 ** 64
+
+
+def simulate_against(game: PackedGame, model_profile: np.ndarray, equilibrium_profile: np.ndarray,
+                     start: Sequence[int], tournaments: int, seed: int, tensors: Tensors) -> list[SimulationResult]:
+    """One result per hero starting position h: the hero plays ``model_profile``, everybody else
+    ``equilibrium_profile``; the hero's figures are ``result.mean[h]``, ``result.roi[h]`` … Each
+    h gets its own stream (seed ``_sub_seed(seed, h)``), so the results are independent."""
+    sampler = ShowdownSampler.from_tensors(tensors)
+    n = len(start)
+    return [simulate(game, [equilibrium_profile, model_profile], [int(i == h) for i in range(n)], start,
+                     tournaments, _sub_seed(seed, h), sampler) for h in range(n)]
+
+
+@dataclass
+class MatchSeating:
+    """One seating of a direct match: starting positions of side A, the rest are side B."""
+
+    a_seats: tuple[int, ...]
+    roi_a: float  # % mean ROI per A player
+    roi_a_se: float
+    roi_b: float
+    roi_b_se: float
+    result: SimulationResult
+
+
+def direct_match(game: PackedGame, profile_a: np.ndarray, profile_b: np.ndarray, start: Sequence[int],
+                 tournaments: int, seed: int, tensors: Tensors) -> list[MatchSeating]:
+    """Profile A against profile B over all 2^n − 2 seatings (non-empty proper subsets of the
+    starting positions play A; seating ``mask`` puts position i on A when bit i is set, and gets
+    its own stream ``_sub_seed(seed, mask)``). Per seating, the mean ROI (%) of an A player and of
+    a B player with standard errors; |A|·roi_a + |B|·roi_b = 0 when every tournament finishes.
+    Positions are not symmetric (blinds, stacks), so a single seating's ROI is not 0 even for
+    A = B; :func:`match_summary` averages over the seatings."""
+    sampler = ShowdownSampler.from_tensors(tensors)
+    n = len(start)
+    out = []
+    for mask in range(1, 2 ** n - 1):
+        seats = [0 if mask >> i & 1 else 1 for i in range(n)]
+        res = simulate(game, [profile_a, profile_b], seats, start, tournaments, _sub_seed(seed, mask), sampler)
+        a = tuple(i for i in range(n) if seats[i] == 0)
+        b = tuple(i for i in range(n) if seats[i] == 1)
+        ma, sa = res.group_mean(a)
+        mb, sb = res.group_mean(b)
+        out.append(MatchSeating(a, (ma - res.fair) / res.fair * 100, sa / res.fair * 100,
+                                (mb - res.fair) / res.fair * 100, sb / res.fair * 100, res))
+    return out
+
+
+def match_summary(seatings: Sequence[MatchSeating]) -> dict[str, float]:
+    """ROI (%) of A and of B averaged over the seatings (equal weights), with standard errors
+    (the seatings are independent streams). For A = B both are 0 in expectation: a seating's A
+    ROI is then the mean positional ROI of its A seats, every position lies in equally many
+    seatings of each size, and the positional ROIs add up to 0."""
+    k = len(seatings)
+    return {"roi_a": sum(s.roi_a for s in seatings) / k,
+            "roi_a_se": math.sqrt(sum(s.roi_a_se ** 2 for s in seatings)) / k,
+            "roi_b": sum(s.roi_b for s in seatings) / k,
+            "roi_b_se": math.sqrt(sum(s.roi_b_se ** 2 for s in seatings)) / k}
+
+
+def default_processes() -> int:
+    """Worker processes for packing: the cores numba would use."""
+    return int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))

@@ -1,0 +1,316 @@
+"""Monte Carlo tournaments (engine/simulation.py) against exact policy evaluation.
+
+A tiny game (3 players, 6 units, payouts 50/30/20: every place pays, so shared places matter)
+is solved; its equilibrium and other profiles are simulated and compared with the exact values
+and finishing probabilities of :mod:`engine.policy_evaluation`, including a player who keeps his
+own profile through the seat changes (exact values over (state, his position)).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from engine.cfr import HandSolver
+from engine.game_tree import compile_hand, utilities
+from engine.policy_evaluation import finishing_probabilities, layer_transitions, solve_layer
+from engine.simulation import (ShowdownSampler, direct_match, match_summary, pack_game, pack_profile, simulate,
+                               simulate_against)
+from engine.simulation_kernel import sample_deals, sample_orders
+from engine.states import enumerate_states, state_index
+from engine.tournament import solve_tournament
+
+UNITS, PLAYERS, PAYOUTS = 6, 3, (50.0, 30.0, 20.0)
+START = (2, 2, 2)
+T = 400_000
+
+
+@pytest.fixture(scope="module")
+def solved(tiny_tensors):
+    return solve_tournament(UNITS, PLAYERS, PAYOUTS, 1e-3, tiny_tensors, threads=2)
+
+
+@pytest.fixture(scope="module")
+def game():
+    return pack_game(UNITS, PLAYERS, PAYOUTS)
+
+
+@pytest.fixture(scope="module")
+def sampler(tiny_tensors):
+    return ShowdownSampler.from_tensors(tiny_tensors)
+
+
+@pytest.fixture(scope="module")
+def eq(game, solved):
+    return pack_profile(game, {n: layer.strategy for n, layer in solved.items()})
+
+
+def _z(res, exact):
+    return np.abs(res.mean - exact) / res.se
+
+
+# --------------------------------------------------------------------------------------------
+# packing
+# --------------------------------------------------------------------------------------------
+
+
+def test_packed_game_matches_compiled_hands(game):
+    for n in range(2, PLAYERS + 1):
+        for s, row in enumerate(enumerate_states(UNITS, n)):
+            stacks = tuple(int(x) for x in row)
+            hand = compile_hand(stacks, PAYOUTS, state_index)
+            g = game.state_id(stacks)
+            assert g == game.layer_start[n] + s and game.state_players[g] == n
+            k = game.state_key[g]
+            kn = slice(game.key_node_off[k], game.key_node_off[k + 1])
+            assert np.array_equal(game.node_actor[kn], hand.node_actor)
+            assert np.array_equal(game.node_fold[kn], hand.node_fold)
+            assert np.array_equal(game.node_jam[kn], hand.node_jam)
+            assert game.key_root[k] == hand.root
+            for t in range(len(hand.term_kind)):
+                kt = game.key_term_off[k] + t
+                assert game.term_orders[kt] == hand.term_orders[t]
+                for o in range(hand.term_orders[t]):
+                    out = game.state_out[g] + game.term_out[kt] + o
+                    nxt, m = hand.term_next[t, o], hand.term_next_players[t, o]
+                    assert game.out_next[out] == (game.layer_start[m] + nxt if nxt >= 0 else -1)
+                    code = game.out_code[out, :n].astype(int)
+                    np.testing.assert_array_equal(np.where(code >= 0, code, -1), hand.term_seat[t, o])
+                    v = np.maximum(-code, 0)
+                    prize = np.where(code < 0, game.share[v >> 3, np.minimum(v & 7, 3)], 0.0)
+                    np.testing.assert_allclose(prize, hand.term_prize[t, o], atol=1e-12)
+
+
+def test_pack_profile_checks_shapes(game, solved):
+    bad = {n: layer.strategy for n, layer in solved.items()}
+    bad[3] = bad[3][:-1]
+    with pytest.raises(ValueError):
+        pack_profile(game, bad)
+
+
+# --------------------------------------------------------------------------------------------
+# card model and showdowns
+# --------------------------------------------------------------------------------------------
+
+
+def _chi2_ok(counts, expected):
+    keep = expected > 0
+    assert counts[~keep].sum() == 0, "a cell with probability 0 was sampled"
+    stat = float(((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum())
+    df = int(keep.sum()) - 1
+    assert abs(stat - df) < 5 * np.sqrt(2 * df), (stat, df)
+
+
+def test_dealt_classes_follow_the_card_model(tiny_tensors):
+    N = 2_000_000
+    deals = sample_deals(11, N, 2)
+    _chi2_ok(np.bincount(deals[:, 0], minlength=169), tiny_tensors.p1 * N)
+    joint = np.bincount(deals[:, 0] * 169 + deals[:, 1], minlength=169 * 169)
+    _chi2_ok(joint, tiny_tensors.joint2.ravel() * N)
+    # three hands: pair / suited / offsuit kinds of (first, second, third), from joint3
+    kind = np.array([0 if i == j else (1 if i < j else 2) for i in range(13) for j in range(13)])
+    deals3 = sample_deals(12, N, 3)
+    counts = np.bincount((kind[deals3] * [9, 3, 1]).sum(axis=1), minlength=27)
+    expected = np.zeros(27)
+    code = (kind[:, None, None] * 9 + kind[None, :, None] * 3 + kind[None, None, :]).ravel()
+    np.add.at(expected, code, tiny_tensors.joint3.ravel())
+    _chi2_ok(counts, expected * N)
+
+
+def test_kernel_removes_in_pot_cards(game, tiny_tensors):
+    """Fake showdown table: the first dealt hand wins iff both hands have the same class, which
+    is much rarer with card removal (Σ joint2[a, a] = 0.47 %) than without (Σ p1² = 0.74 %)."""
+    same = ShowdownSampler(np.eye(169), np.ones((169, 169, 169, 6), np.float32))
+    p_same = float(np.trace(tiny_tensors.joint2))
+    jam = np.ones((game.total_nodes, 169), np.float32)
+    N = 400_000
+    se = np.sqrt(p_same * (1 - p_same) / N)
+    # (3, 3): SB jams, BB calls (both deciders); the SB wins the tournament iff same class
+    res = simulate(game, [jam], [0, 0], (3, 3), N, seed=21, tensors=same)
+    assert abs((res.mean[0] - 30.0) / 20.0 - p_same) < 4 * se
+    # (1, 5): SB all-in from the blind, BB calls automatically: both dealt at the showdown; an SB
+    # win leaves the tournament running, stopped by max_hands=1
+    res = simulate(game, [jam], [0, 0], (1, 5), N, seed=22, tensors=same, max_hands=1)
+    assert abs(res.unfinished / N - p_same) < 4 * se
+
+
+def test_showdown_orders_follow_the_tables(tiny_tensors, sampler):
+    N = 400_000
+    win2 = tiny_tensors.win2
+    counts = sample_orders(3, N, 2, 13, 168, 0, sampler.win2, sampler.cum3)
+    _chi2_ok(counts[:2], np.array([win2[13, 168], 1 - win2[13, 168]]) * N)
+    order3 = tiny_tensors.m3j[0, 13, 168] / tiny_tensors.joint3[0, 13, 168]  # AA, AKo, 22 in deal order
+    _chi2_ok(sample_orders(4, N, 3, 0, 13, 168, sampler.win2, sampler.cum3), order3 * N)
+
+
+# --------------------------------------------------------------------------------------------
+# equilibrium self-play against policy evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def test_equilibrium_self_play_matches_values(game, solved, eq, sampler):
+    worst = 0.0
+    for n in range(2, PLAYERS + 1):
+        layer = solved[n]
+        for s, row in enumerate(layer.stacks):
+            res = simulate(game, [eq], [0] * n, tuple(row), T, seed=100 + s, tensors=sampler)
+            assert res.se.max() < 0.1 and res.unfinished == 0
+            assert abs(res.mean.sum() - sum(PAYOUTS[:n])) < 1e-9
+            worst = max(worst, float(_z(res, layer.values[s]).max()))
+    assert worst < 4.0  # 10 three-player states × 3 positions + 5 heads-up × 2: 40 comparisons
+
+
+def test_finishing_distribution_matches(game, solved, eq, sampler):
+    finishing = {}
+    for n in range(2, PLAYERS + 1):
+        layer = solved[n]
+        finishing[n] = finishing_probabilities(layer.hands, layer.order_probs, n, finishing, PLAYERS)
+    res = simulate(game, [eq], [0, 0, 0], START, T, seed=7, tensors=sampler)
+    exact = finishing[3][state_index(START)]
+    se = np.sqrt(exact * (1 - exact) / T) + 1e-12
+    assert np.abs(res.finishing - exact).max() / se.max() < 4.0
+    assert (np.abs(res.finishing - exact) <= 4 * se + 1e-9).all()
+    np.testing.assert_allclose(res.finishing.sum(axis=0), 1.0, atol=1e-12)  # every place taken once
+    np.testing.assert_allclose(res.finishing.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(res.finishing @ np.array(PAYOUTS), res.mean, atol=0.3)
+
+
+# --------------------------------------------------------------------------------------------
+# a player keeping his own profile through the seat changes
+# --------------------------------------------------------------------------------------------
+
+
+def _hero_values(solved, strategies, model, tensors):
+    """Exact payoff ($) of a hero playing ``model`` while the others play ``strategies``:
+    H[n][s, p] for the hero in position p of state s (chain over (state, hero position))."""
+    out = {}
+    for n in range(2, PLAYERS + 1):
+        layer = solved[n]
+        probs = [[None] * len(layer.hands) for _ in range(n)]
+        for s, hand in enumerate(layer.hands):
+            solver = HandSolver(hand, tensors)
+            U = utilities(hand, {k: v.values for k, v in solved.items()})
+            for p in range(n):
+                sigma = np.where((hand.node_actor == p)[:, None], model[n][s], strategies[n][s])
+                solver.evaluate(sigma, U, orders=True)
+                probs[p][s] = solver.order_probs.copy()
+        P = None
+        c = np.zeros(len(layer.hands) * n)
+        for p in range(n):
+            P_p, c_p = layer_transitions(layer.hands, probs[p], n, out)
+            mask = np.zeros((len(layer.hands), n), bool)
+            mask[:, p] = True
+            rows = mask.ravel()
+            P_p = sp.diags(rows.astype(np.float64)) @ P_p
+            P = P_p if P is None else P + P_p
+            c += np.where(rows, c_p, 0.0)
+        X, _ = solve_layer(P, c, upper=max(PAYOUTS))
+        out[n] = X.reshape(len(layer.hands), n)
+    return out
+
+
+def test_hero_profile_is_tracked_through_seat_changes(game, solved, eq, sampler, tiny_tensors):
+    strategies = {n: layer.strategy for n, layer in solved.items()}
+    model = {n: [np.ones_like(s) for s in layer] for n, layer in strategies.items()}  # always jam
+    hero = _hero_values(solved, strategies, model, tiny_tensors)
+    jam = pack_profile(game, model)
+    results = simulate_against(game, jam, eq, START, T, seed=5, tensors=sampler)
+    g = state_index(START)
+    for h, res in enumerate(results):
+        assert res.seat_profile == tuple(int(i == h) for i in range(3))
+        assert abs(res.mean[h] - hero[3][g, h]) < 3 * res.se[h], (h, res.mean[h], hero[3][g, h], res.se[h])
+        assert abs(res.mean.sum() - sum(PAYOUTS)) < 1e-9
+    # the deviation matters: an always-jam hero differs from the equilibrium by many SE somewhere
+    assert max(abs(res.mean[h] - solved[3].values[g, h]) / res.se[h] for h, res in enumerate(results)) > 10
+    # a mixed-profile state that is not symmetric, heads-up hero included
+    res = simulate(game, [eq, jam], [0, 1, 0], (1, 2, 3), T, seed=6, tensors=sampler)
+    assert abs(res.mean[1] - hero[3][state_index((1, 2, 3)), 1]) < 3 * res.se[1]
+    res = simulate(game, [eq, jam], [1, 0], (4, 2), T, seed=8, tensors=sampler)
+    assert abs(res.mean[0] - hero[2][state_index((4, 2)), 0]) < 3 * res.se[0]
+
+
+# --------------------------------------------------------------------------------------------
+# reproducibility and bookkeeping
+# --------------------------------------------------------------------------------------------
+
+
+def test_results_depend_only_on_seed_and_count(game, eq, sampler):
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = simulate(game, [eq], [0, 0, 0], START, 50_000, seed=9, tensors=sampler)
+        numba.set_num_threads(max(2, before))
+        two = simulate(game, [eq], [0, 0, 0], START, 50_000, seed=9, tensors=sampler)
+    finally:
+        numba.set_num_threads(before)
+    again = simulate(game, [eq], [0, 0, 0], START, 50_000, seed=9, tensors=sampler)
+    other = simulate(game, [eq], [0, 0, 0], START, 50_000, seed=10, tensors=sampler)
+    for a, b in ((one, two), (one, again)):
+        assert np.array_equal(a.mean, b.mean) and np.array_equal(a.cov, b.cov)
+        assert np.array_equal(a.finishing, b.finishing) and a.mean_hands == b.mean_hands
+    assert not np.array_equal(one.mean, other.mean)
+
+
+def test_integer_profiles_play_pure_strategies_exactly(game, solved, eq, sampler):
+    strategies = {n: [np.ones_like(s) if s0 % 2 else (s > 0.5).astype(float) for s0, s in enumerate(layer.strategy)]
+                  for n, layer in solved.items()}  # a pure profile: rounded equilibrium, some states always jam
+    f32 = pack_profile(game, strategies)
+    u8 = pack_profile(game, strategies, dtype=np.uint8)
+    assert u8.dtype == np.uint8 and set(np.unique(u8)) == {0, 255}
+    ref = simulate(game, [f32, f32], [0, 1, 0], START, 50_000, seed=2, tensors=sampler)
+    res = simulate(game, [u8, u8], [0, 1, 0], START, 50_000, seed=2, tensors=sampler)
+    assert np.array_equal(res.mean, ref.mean) and np.array_equal(res.finishing, ref.finishing)
+    assert not np.array_equal(res.mean, simulate(game, [eq], [0, 0, 0], START, 50_000, seed=2, tensors=sampler).mean)
+    # mixed strategies are rounded to 1/255: close to, but not the same as, float32
+    assert np.abs(pack_profile(game, {n: l.strategy for n, l in solved.items()}, dtype=np.uint8) / 255.0
+                  - eq).max() <= 0.5 / 255 + 1e-7
+    with pytest.raises(ValueError):
+        simulate(game, [f32, u8], [0, 1, 0], START, 10, seed=1, tensors=sampler)
+    with pytest.raises(ValueError):
+        simulate(game, [f32.astype(np.float64)], [0, 0, 0], START, 10, seed=1, tensors=sampler)
+    with pytest.raises(KeyError):
+        pack_profile(game, strategies, dtype=np.uint16)
+
+
+def test_hand_cap_counts_unfinished_tournaments(game, eq, sampler):
+    res = simulate(game, [eq], [0, 0, 0], START, 20_000, seed=1, tensors=sampler, max_hands=1)
+    assert res.mean_hands == 1.0 and 0 < res.unfinished < 20_000
+    assert res.mean.sum() < sum(PAYOUTS)
+    with pytest.raises(ValueError):
+        simulate(game, [eq[:-1]], [0, 0, 0], START, 10, seed=1, tensors=sampler)
+    with pytest.raises(ValueError):
+        simulate(game, [eq], [0, 1, 0], START, 10, seed=1, tensors=sampler)
+
+
+# --------------------------------------------------------------------------------------------
+# direct matches
+# --------------------------------------------------------------------------------------------
+
+
+def test_direct_match_sides_share_the_prize_pool(game, solved, eq, sampler):
+    jam = np.ones_like(eq)
+    seatings = direct_match(game, eq, jam, START, 100_000, seed=3, tensors=sampler)
+    assert len(seatings) == 2 ** 3 - 2
+    assert sorted(s.a_seats for s in seatings) == sorted(
+        tuple(i for i in range(3) if m >> i & 1) for m in range(1, 7))
+    for s in seatings:
+        na = len(s.a_seats)
+        assert abs(na * s.roi_a + (3 - na) * s.roi_b) < 1e-9
+        assert abs(s.result.mean.sum() - sum(PAYOUTS)) < 1e-9
+        assert s.roi_a_se > 0 and s.roi_b_se > 0
+    assert max(abs(s.roi_a) / s.roi_a_se for s in seatings) > 5  # always-jam is not the equilibrium
+    assert match_summary(seatings)["roi_a"] > 3 * match_summary(seatings)["roi_a_se"]  # equilibrium wins
+
+
+def test_profile_against_itself_breaks_even(game, eq, sampler):
+    seatings = direct_match(game, eq, eq, (1, 2, 3), 100_000, seed=4, tensors=sampler)
+    summary = match_summary(seatings)
+    assert abs(summary["roi_a"]) < 3 * summary["roi_a_se"] and abs(summary["roi_b"]) < 3 * summary["roi_b_se"]
+    # a seating's ROI is the mean positional ROI of its seats in plain self-play
+    ref = simulate(game, [eq], [0, 0, 0], (1, 2, 3), 400_000, seed=5, tensors=sampler)
+    assert np.abs(ref.roi).max() > 10 * ref.roi_se.max()  # positions differ a lot at (1, 2, 3)
+    for s in seatings:
+        expect = ref.roi[list(s.a_seats)].mean()
+        assert abs(s.roi_a - expect) < 4 * np.hypot(s.roi_a_se, ref.roi_se.max()), (s.a_seats, s.roi_a, expect)
