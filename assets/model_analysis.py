@@ -19,12 +19,12 @@ from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
-from engine.cfr import HandSolver
+from engine.cfr import HandSolver, Workspace
 from engine.config import GameConfig
 from engine.equity_models import MODELS
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
-from engine.tournament import compile_layer
+from engine.tournament import compile_layer, largest_hand
 from warehouse import db
 
 SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
@@ -149,12 +149,13 @@ def read_model_strategies(con, game: str, model: str, n: int, m: int) -> list[np
 def outcome_probabilities(layers: dict, strategies: dict[int, list[np.ndarray]], tensors) -> dict[int, list[np.ndarray]]:
     """Per state, the (terminals, 6) outcome probabilities of a fixed profile (one exact pass per state)."""
     out = {}
+    ws = Workspace.for_hand(largest_hand([h for hands in layers.values() for h in hands]))
     for n, hands in layers.items():
         probs = []
         for hand, sigma in zip(hands, strategies[n]):
             solver = HandSolver(hand, tensors)
             U = np.zeros_like(hand.term_prize)
-            solver.evaluate(sigma, U)
+            solver.evaluate(sigma, U, ws)
             probs.append(solver.order_probs.copy())
         out[n] = probs
     return out

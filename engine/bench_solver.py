@@ -1,6 +1,7 @@
 """Solver benchmark: cost of one CFR+ iteration per player count, and a small layer solve.
 
     python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
+                                  [--layer-gamma 1e-3] [--sweep-units 20]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--layer-units", type=int, default=8)
     parser.add_argument("--layer-players", type=int, default=3)
+    parser.add_argument("--layer-gamma", type=float, default=1e-3,
+                        help="gamma of the PI-CFR+ solve ($); gs08: --layer-units 45 --layer-players 3 --layer-gamma 1e-4")
     parser.add_argument("--sweep-units", type=int, default=20,
                         help="model-strategy sweeps (Harville cold, then FGS-1 warm) over every state of a 3-player "
                              "game with this many units; 0 skips")
@@ -57,13 +60,14 @@ def main(argv: list[str] | None = None) -> None:
               f"mean of next {args.iterations} {warm * 1e3:.2f} ms/iteration, exploitability after "
               f"{solver.iterations} iterations {expl:.2e} $ (ICM successor values)")
     t0 = time.perf_counter()
-    sol = solve_tournament(args.layer_units, args.layer_players, payouts[:args.layer_players], 1e-3, tensors)
+    sol = solve_tournament(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma, tensors)
     its = sum(int(s.iterations.sum()) for s in sol.values())
     states = sum(len(s.stacks) for s in sol.values())
-    print(f"PI-CFR+ of a {args.layer_players}-player {args.layer_units}-unit game to gamma 1e-3: {states} states, "
+    print(f"PI-CFR+ of a {args.layer_players}-player {args.layer_units}-unit game to gamma {args.layer_gamma:g}: {states} states, "
           f"{its} CFR+ iterations, {time.perf_counter() - t0:.1f} s, outer iterations "
           f"{[len(s.log) for s in sol.values()]}, max exploitability "
-          f"{max(float(s.exploitability.max()) for s in sol.values()):.2e} $")
+          f"{max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
+          f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
 
     if args.sweep_units:

@@ -78,7 +78,7 @@ def test_readme_queries_run(tiny_build):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     block = readme.split("```sql")[1].split("```")[0]
     queries = [q.strip() for q in block.split(";") if q.strip()]
-    assert len(queries) == 3
+    assert len(queries) == 5
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     for q in queries:
         con.execute(q).fetchall()
