@@ -192,7 +192,7 @@ def _has_overrides(args: argparse.Namespace) -> bool:
     return any(getattr(args, k, None) is not None for k in _OVERRIDES)
 
 
-_OVERRIDES = ("players", "units", "payouts", "gamma", "start")
+_OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "simulation_tournaments", "simulation_seed")
 
 
 def _config_from_args(args: argparse.Namespace):
@@ -324,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--payouts", type=float, nargs="+")
     b.add_argument("--gamma", type=float)
     b.add_argument("--start", type=int, nargs="+")
+    b.add_argument("--fgs-depth", type=int, help="deepest FGS model (FGS-1 … FGS-D)")
+    b.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
+    b.add_argument("--simulation-seed", type=int)
     b.add_argument("--warehouse", default=None)
     b.add_argument("--skip-solve", action="store_true",
                    help="leave out the equilibrium and everything measured against it (solves, ex post, model strategies); "

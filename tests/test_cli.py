@@ -65,6 +65,8 @@ def test_equity_human_output(capsys):
     (["build", "--profile", "quick", "--payouts", "10", "20"], "payouts: must be non-increasing"),
     (["build", "--profile", "quick", "--start", "1", "2"], "start: must list one stack per player"),
     (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--fgs-depth", "-1"], "fgs_depth: must be a whole number from 0 to 20"),
+    (["build", "--profile", "quick", "--simulation-tournaments", "5"], "simulation_tournaments: must be a whole number"),
     (["build", "--profile", "quick", "--players", "7"], "players: must be a whole number from 2 to 5"),
 ])
 def test_bad_input_exits_2_with_message(capsys, argv, needle):

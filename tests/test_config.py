@@ -40,6 +40,11 @@ def test_quick_uses_sampled_triples_with_recorded_id():
     (dict(start=(0, 9, 9, 9, 18)), "start"),
     (dict(rollout_triples="guess"), "rollout_triples"),
     (dict(rollout_samples=0), "rollout_samples"),
+    (dict(fgs_depth=-1), "fgs_depth"),
+    (dict(fgs_depth=2.5), "fgs_depth"),
+    (dict(simulation_tournaments=10), "simulation_tournaments"),
+    (dict(simulation_tournaments="many"), "simulation_tournaments"),
+    (dict(simulation_seed=-3), "simulation_seed"),
     (dict(name="Bad Name!"), "name"),
     (dict(bogus=1), "bogus"),
 ])
@@ -89,3 +94,10 @@ def test_position_names():
     assert position_names(2) == ("SB", "BB")
     assert position_names(3) == ("BU", "SB", "BB")
     assert position_names(5) == ("HJ", "CO", "BU", "SB", "BB")
+
+
+def test_checkpoints_do_not_depend_on_analysis_fields():
+    """Changing FGS depth or simulation size must not throw away a finished equilibrium solve."""
+    base = profile("quick")
+    assert profile("quick", fgs_depth=5, simulation_tournaments=5000, simulation_seed=9).solve_key() == base.solve_key()
+    assert profile("quick", gamma=1e-4).solve_key() != base.solve_key()
