@@ -21,10 +21,14 @@ PROFILE = "equilibrium"
 CHECKS = ("nemesis_at_least_profile", "policy_iteration_converged")
 
 
-def read_strategies(con, game: str, n: int, m: int) -> list[np.ndarray]:
-    """Per state, the (nodes × 169) jam probabilities stored in `equilibrium_nodes`."""
-    rows = con.execute("SELECT state_id, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
-                       "ORDER BY state_id, node", [game, n]).fetchall()
+def read_strategies(con, game: str, n: int, m: int, model: str | None = None) -> list[np.ndarray]:
+    """Per state, the (nodes × 169) jam probabilities of the equilibrium (`equilibrium_nodes`) or of a model."""
+    if model is None:
+        rows = con.execute("SELECT state_id, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
+                           "ORDER BY state_id, node", [game, n]).fetchall()
+    else:
+        rows = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
+                           "ORDER BY state_id, node", [game, model, n]).fetchall()
     out: list[list] = [[] for _ in range(m)]
     for state_id, jam in rows:
         out[state_id].append(jam)

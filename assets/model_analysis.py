@@ -14,7 +14,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.ex_post import ex_post_equilibrium
+from assets.ex_post import ex_post_equilibrium, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
@@ -136,16 +136,6 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
         check_results=checks)
 
 
-def read_model_strategies(con, game: str, model: str, n: int, m: int) -> list[np.ndarray]:
-    """Per state, the (nodes × 169) jam probabilities of a model stored in `model_nodes`."""
-    rows = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
-                       "ORDER BY state_id, node", [game, model, n]).fetchall()
-    out: list[list] = [[] for _ in range(m)]
-    for state_id, jam in rows:
-        out[state_id].append(jam)
-    return [np.array(nodes, dtype=np.float64).reshape(-1, 169) for nodes in out]
-
-
 def outcome_probabilities(layers: dict, strategies: dict[int, list[np.ndarray]], tensors) -> dict[int, list[np.ndarray]]:
     """Per state, the (terminals, 6) outcome probabilities of a fixed profile (one exact pass per state)."""
     out = {}
@@ -176,7 +166,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     rows = 0
     for model in model_names(cfg):
         with warehouse.connect() as con:
-            strategies = {n: read_model_strategies(con, cfg.name, model, n, len(stacks[n])) for n in layers}
+            strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
         probs = outcome_probabilities(layers, strategies, tensors)
         V = profile_values(layers, probs)
         result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import read_strategies
-from assets.model_analysis import model_names, read_model_strategies
+from assets.model_analysis import model_names
 from assets.model_analysis import model_strategies as model_strategies_asset
 from assets.resources import GameResource, WarehouseResource
 from assets.solve import equilibrium_tensors
@@ -39,7 +39,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
     with warehouse.connect() as con:
         eq = pack_profile(packed, {n: read_strategies(con, cfg.name, n, m) for n, m in sizes.items()})
-        profiles = {m: pack_profile(packed, {n: read_model_strategies(con, cfg.name, m, n, k) for n, k in sizes.items()})
+        profiles = {m: pack_profile(packed, {n: read_strategies(con, cfg.name, n, k, m) for n, k in sizes.items()})
                     for m in model_names(cfg)}
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
