@@ -35,6 +35,18 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     return [np.array(nodes, dtype=np.float64).reshape(-1, 169) for nodes in out]
 
 
+def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
+    """`nemesis_values` rows (without game and profile) from :func:`engine.best_response.ex_post`'s
+    result and the profile's own values ($) per layer."""
+    frames = []
+    for n, (W, _) in result.items():
+        V = values[n]
+        sid, pos = np.meshgrid(np.arange(len(V)), np.arange(n), indexing="ij")
+        frames.append(pd.DataFrame({"players": n, "state_id": sid.ravel(), "position": pos.ravel(),
+                                    "profile_value": V.ravel(), "nemesis_value": W.ravel(), "gain": (W - V).ravel()}))
+    return pd.concat(frames, ignore_index=True)
+
+
 @dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
           check_specs=[dg.AssetCheckSpec(c, asset="ex_post_equilibrium", blocking=True) for c in CHECKS],
           description="Tournament exploitability of the equilibrium: a nemesis best-responds over the whole remaining "
@@ -57,13 +69,7 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
                          f"from the profile, {event['wall_s']:.1f} s")
 
     result = ex_post(layers, tensors, progress=progress)
-    frames = []
-    for n, (W, _) in result.items():
-        V = layers[n][2]
-        sid, pos = np.meshgrid(np.arange(len(V)), np.arange(n), indexing="ij")
-        frames.append(pd.DataFrame({"players": n, "state_id": sid.ravel(), "position": pos.ravel(),
-                                    "profile_value": V.ravel(), "nemesis_value": W.ravel(), "gain": (W - V).ravel()}))
-    frame = pd.concat(frames, ignore_index=True)
+    frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
     worst_residual = max(log[-1]["bellman_residual"] for _, log in result.values())
     with warehouse.connect() as con:
         rows = db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": PROFILE})

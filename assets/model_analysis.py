@@ -14,7 +14,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.ex_post import ex_post_equilibrium, read_strategies
+from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
@@ -170,13 +170,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         probs = outcome_probabilities(layers, strategies, tensors)
         V = profile_values(layers, probs)
         result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors)
-        frames = []
-        for n, (W, _) in result.items():
-            sid, pos = np.meshgrid(np.arange(len(W)), np.arange(n), indexing="ij")
-            frames.append(pd.DataFrame({"players": n, "state_id": sid.ravel(), "position": pos.ravel(),
-                                        "profile_value": V[n].ravel(), "nemesis_value": W.ravel(),
-                                        "gain": (W - V[n]).ravel()}))
-        frame = pd.concat(frames, ignore_index=True)
+        frame = nemesis_frame(result, V)
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
