@@ -120,16 +120,9 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
                 ws = pool.workspace()
                 solver = solvers[s]
                 U = utilities(solver.hand, successor_values)
-                sigma = solver.current_strategy() if solver.iterations and solver.avg_den == 0 else None
-                e, _ = solver.exploitability(U, sigma=sigma, ws=ws)
-                while e > gamma and spent[s] < max_iterations:
-                    solver.iterate(U, batch, delay=2 if solver.iterations < batch else 0, ws=ws)
-                    spent[s] += batch
-                    e, _ = solver.exploitability(U, ws=ws)
-                if spent[s] == 0 and sigma is not None:
-                    # the warm start was already good enough: keep its strategy as the average
-                    solver.avg_num[:] = sigma
-                    solver.avg_den = 1.0
+                # the first iterate is the warm start's strategy, checked for free
+                e, spent[s] = solver.solve(U, gamma, ws=ws, batch=batch, delay=2 if solver.iterations == 0 else 0,
+                                           max_iterations=max_iterations)
                 values[s] = solver.root_values
                 order_probs[s] = solver.order_probs.copy()
                 expl[s] = e
@@ -137,7 +130,7 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
             t0 = time.perf_counter()
             pool.map(work, range(m))
             out.hand_values[n] = values
-            out.strategies[n] = [s.average_strategy() for s in solvers]
+            out.strategies[n] = [s.strategy() for s in solvers]
             out.order_probs[n] = order_probs
             out.exploitability[n] = expl
             out.iterations[n] = spent

@@ -216,18 +216,20 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 ws = pool.workspace()
                 solver = solvers[s]
                 U = utilities(solver.hand, values)
-                if solver.iterations == 0:
+                fresh = solver.iterations == 0
+                if fresh:
+                    # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     _warm_from_neighbour(solver, stacks[s], solvers, done)
-                e, _ = solver.exploitability(U, ws=ws)
+                    e = np.inf
+                else:
+                    e, _ = solver.exploitability(U, ws=ws)
                 spent = 0
                 if e > target:
-                    if solver.iterations:
+                    if not fresh:
                         _rescale_regrets(solver)
                         solver.restart_average()
-                    while e > target and spent < max_iterations:
-                        solver.iterate(U, batch, delay=2 if solver.avg_start == 0 else 0, ws=ws)
-                        spent += batch
-                        e, _ = solver.exploitability(U, ws=ws)
+                    e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
+                                            max_iterations=max_iterations)
                 order_probs[s] = solver.order_probs.copy()
                 done[s] = True
                 ticker.tick()
@@ -257,7 +259,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
         pool.close()
     if progress:
         progress({"event": "layer_done", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
-    return LayerSolution(players=n, stacks=stacks, values=V, strategy=[s.average_strategy() for s in solvers],
+    return LayerSolution(players=n, stacks=stacks, values=V, strategy=[s.strategy() for s in solvers],
                          exploitability=expl, iterations=np.array([s.iterations for s in solvers]), hands=hands,
                          order_probs=order_probs, log=log)
 
@@ -287,7 +289,9 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
              pred_jam=np.concatenate([s.pred_jam for s in solvers]) if solvers else np.zeros((0, NC)),
              pred_fold=np.concatenate([s.pred_fold for s in solvers]) if solvers else np.zeros((0, NC)),
              avg_num=np.concatenate([s.avg_num for s in solvers]) if solvers else np.zeros((0, NC)),
-             avg_den=np.array([s.avg_den for s in solvers]), iterations=np.array([s.iterations for s in solvers]))
+             avg_den=np.array([s.avg_den for s in solvers]), iterations=np.array([s.iterations for s in solvers]),
+             solution=np.concatenate([s.strategy() for s in solvers]) if solvers else np.zeros((0, NC)),
+             has_solution=np.array([s.solution is not None for s in solvers]))
     os.replace(tmp, path)
 
 
@@ -306,6 +310,8 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         s.avg_num[:] = data["avg_num"][sl]
         s.avg_den = float(data["avg_den"][i])
         s.iterations = int(data["iterations"][i])
+        if "has_solution" in data and data["has_solution"][i]:
+            s.solution = data["solution"][sl].copy()
     keys = [str(k) for k in data["log_keys"]]
     log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "cfr_iterations") else float(v))
             for k, v in zip(keys, row)} for row in data["log"]]
