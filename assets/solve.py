@@ -144,7 +144,8 @@ def _layer_asset(n: int, previous):
         def progress(event: dict) -> None:
             if event["event"] == "outer":
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: "
-                                 f"{event['states_updated']} states updated, {event['cfr_iterations']} CFR+ iterations, "
+                                 f"target {event['target']:.1e} $, {event['states_updated']} states updated, "
+                                 f"{event['states_skipped']} skipped, {event['cfr_iterations']} CFR+ iterations, "
                                  f"max |ΔV| {event['max_delta_v']:.2e} $, max exploitability "
                                  f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
             elif event["event"] == "states":

@@ -26,7 +26,8 @@ after eliminations).
 
 Policy iteration improves monotonically and ends after finitely many policies; on our layers a
 handful of rounds. Each round costs one hand pass per state plus one pass with outcome
-probabilities per (state, position) whose reply differs from σ.
+probabilities per (state, position) whose reply differs from σ and from its reply of the
+previous round (outcome probabilities depend on the profile only, not on W).
 
 Units: values and gains in $.
 """
@@ -84,6 +85,10 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     W = values.copy()
     log: list[dict] = []
     base_probs: list[np.ndarray | None] = [None] * m
+    # the last reply of each (state, seat) that differed from σ, and its outcome probabilities:
+    # after the first rounds most replies repeat, and their orders pass is skipped
+    last_reply: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
+    last_probs: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
 
     def workspace(hand: CompiledHand) -> Workspace:
         ws = getattr(local, "ws", None)
@@ -112,9 +117,12 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 for p, reply in enumerate(replies):
                     if reply is None:
                         per_seat.append(base_probs[s])
+                    elif last_reply[s][p] is not None and np.array_equal(reply, last_reply[s][p]):
+                        per_seat.append(last_probs[s][p])
                     else:
                         solver.evaluate(reply, U, ws, orders=True)
-                        per_seat.append(solver.order_probs.copy())
+                        last_reply[s][p], last_probs[s][p] = reply, solver.order_probs.copy()
+                        per_seat.append(last_probs[s][p])
                 return update, per_seat, sum(r is not None for r in replies)
 
             results = list(pool.map(improve, range(m)))

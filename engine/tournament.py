@@ -202,12 +202,21 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     pool = SolverPool(threads, largest_hand(hands))
     expl = np.zeros(m)
     order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
+    successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
+    # exploitability ($) of each state's profile when last evaluated, and a bound on how far its
+    # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
+    # checked + 2·drift is within the target cannot be more exploitable than that, so the
+    # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ)
+    checked = np.full(m, np.inf)
+    drift = np.zeros(m)
+    skipped = np.zeros(m, dtype=bool)
     try:
         for outer in range(start_outer, max_outer):
             t0 = time.perf_counter()
             values = {**lower_values, n: V}
 
             done = np.zeros(m, dtype=bool)
+            skipped[:] = False
             ticker = _Ticker(progress, n, outer + 1, m)
 
             target = _inner_target(gamma, log, loose)
@@ -217,6 +226,10 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 solver = solvers[s]
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
+                if not fresh and checked[s] + 2.0 * drift[s] <= target:
+                    skipped[s] = done[s] = True
+                    ticker.tick()
+                    return s, checked[s] + 2.0 * drift[s], 0
                 if fresh:
                     # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     _warm_from_neighbour(solver, stacks[s], solvers, done)
@@ -231,6 +244,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                             max_iterations=max_iterations)
                 order_probs[s] = solver.order_probs.copy()
+                checked[s], drift[s] = e, 0.0
                 done[s] = True
                 ticker.tick()
                 return s, e, spent
@@ -243,9 +257,14 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 spent_total += spent
                 updated += spent > 0
             V_new = evaluate_layer(hands, order_probs, n, lower_values)
-            delta = float(np.abs(V_new - V).max())
+            moved = np.abs(V_new - V).max(axis=1)
+            delta = float(moved.max()) if m else 0.0
+            for s_, succ in enumerate(successors):
+                if len(succ):
+                    drift[s_] += moved[succ].max()
             V = V_new
             entry = {"players": n, "outer_iteration": outer + 1, "target": target, "states_updated": int(updated),
+                     "states_skipped": int(skipped.sum()),
                      "cfr_iterations": int(spent_total), "max_delta_v": delta,
                      "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
             log.append(entry)
@@ -255,6 +274,14 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
             if updated == 0 and target <= gamma:
                 break
+        # states skipped in the last outer iteration carry a bound: measure them exactly
+        values = {**lower_values, n: V}
+
+        def measure(s: int) -> None:
+            solver = solvers[s]
+            expl[s], _ = solver.exploitability(utilities(solver.hand, values), ws=pool.workspace())
+
+        pool.map(measure, np.flatnonzero(skipped))
     finally:
         pool.close()
     if progress:
@@ -313,6 +340,6 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         if "has_solution" in data and data["has_solution"][i]:
             s.solution = data["solution"][sl].copy()
     keys = [str(k) for k in data["log_keys"]]
-    log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "cfr_iterations") else float(v))
+    log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "states_skipped", "cfr_iterations") else float(v))
             for k, v in zip(keys, row)} for row in data["log"]]
     return data["V"], log, int(data["outer"])

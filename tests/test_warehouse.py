@@ -77,3 +77,22 @@ def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
 def test_read_only_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="build it first"):
         db.connect(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_older_warehouse_gains_new_columns_and_keeps_its_rows(tmp_path):
+    """A warehouse built before a column was added is migrated in place, not rebuilt."""
+    import duckdb
+
+    path = tmp_path / "w.duckdb"
+    spec = TABLES["solve_log"]
+    old_cols = [c for c in spec.columns if c.name != "states_skipped"]
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE solve_log ({', '.join(f'{c.name} {c.type}' for c in old_cols)})")
+    con.execute(f"INSERT INTO solve_log VALUES ({', '.join(['1'] * len(old_cols))})")
+    con.close()
+    with db.session(path) as con:
+        assert "states_skipped" in [r[0] for r in con.execute("DESCRIBE solve_log").fetchall()]
+        assert con.execute("SELECT count(*) FROM solve_log").fetchone()[0] == 1
+        row = {c: 2 for c in spec.column_names if c != "game"}
+        db.replace_rows(con, "solve_log", pd.DataFrame([row]), {"game": "x"})
+        assert con.execute("SELECT states_skipped FROM solve_log WHERE game = 'x'").fetchone()[0] == 2

@@ -74,9 +74,23 @@ def session(path: str | Path | None = None, read_only: bool = False) -> Iterator
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create missing tables and (re)create views."""
-    for stmt in ordered_ddl():
+    """Create missing tables, add columns a newer schema has to existing ones, (re)create views."""
+    statements = ordered_ddl()
+    tables = [s for s in statements if s.startswith("CREATE TABLE")]
+    for stmt in tables:
         con.execute(stmt)
+    for table, column, type_ in _missing_columns(con):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {type_}")
+    for stmt in statements[len(tables):]:
+        con.execute(stmt)
+
+
+def _missing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+    have = {(t, c) for t, c in con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()").fetchall()}
+    tables = {t for t, _ in have}
+    return [(spec.name, col.name, col.type) for spec in TABLES.values() if spec.kind == "table" and spec.name in tables
+            for col in spec.columns if (spec.name, col.name) not in have]
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
@@ -103,7 +117,7 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     try:
         con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
         con.register("_incoming", data)
-        con.execute(f"INSERT INTO {table} SELECT {select} FROM _incoming",
+        con.execute(f"INSERT INTO {table} ({', '.join(spec.column_names)}) SELECT {select} FROM _incoming",
                     [constants[c] for c in spec.column_names if c in constants])
         con.unregister("_incoming")
         con.execute("COMMIT")
