@@ -1,8 +1,9 @@
 """Equity models against the equilibrium (SPEC §7): model strategies, FGS, ex post of every model.
 
 `model_strategies` solves every state's hand once per model with the successor states valued by
-the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D), warm-started from the equilibrium's
-regrets and each FGS depth from the previous one; it writes `model_nodes`, `fgs_values` and
+the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D): Harville warm-started from the
+equilibrium's regrets, Weitzman, Roberts and FGS-1 from Harville's, each deeper FGS depth from the
+previous one; it writes `model_nodes`, `fgs_values` and
 `model_sweeps`. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
 read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
 into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model).
@@ -83,17 +84,18 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
                          f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
                          f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
 
-    sweeps: list[Sweep] = []
+    # Harville first (warm from the equilibrium); the other ICM-family models start from Harville's
+    # regrets (their values are closer to Harville's than to the equilibrium's: on the quick game
+    # Weitzman 40 s instead of 73 s, Roberts 54 s instead of 94 s), then FGS-1 … FGS-D as a chain
     harville_values = model_values("harville", stacks, cfg.payouts)
-    fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, warm=warm,
-                             progress=progress)
-    sweeps.extend(fgs)
-    harville_solvers: dict[int, list[HandSolver]] | None = warm
-    for model in MODELS:
-        if model == "harville":
-            continue
-        sweeps.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                                  warm=harville_solvers, progress=progress))
+    harville = solve_sweep("harville", layers, harville_values, cfg.gamma, tensors, warm=warm, progress=progress)
+    others = [solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
+                          warm=harville.solvers, progress=progress) for model in MODELS if model != "harville"]
+    for sweep in others:
+        sweep.solvers = {}
+    fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, progress=progress,
+                             first=harville)
+    sweeps: list[Sweep] = [*fgs, *others]
     fgs_frames = []
     for d in range(1, len(values)):
         for n, V in values[d].items():

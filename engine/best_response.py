@@ -46,6 +46,7 @@ import scipy.sparse as sp
 from engine.cfr import HandSolver, SolverTensors, Workspace, exploitability_from_cf
 from engine.game_tree import CompiledHand, utilities
 from engine.policy_evaluation import layer_transitions, solve_layer
+from engine.tournament import heaviest_first
 
 ProgressFn = Callable[[dict], None]
 
@@ -96,6 +97,7 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             ws = local.ws = Workspace.for_hand(_largest(hands))
         return ws
 
+    order = heaviest_first(hands)
     with ThreadPoolExecutor(max(1, threads)) as pool:
         for rnd in range(1, max_rounds + 1):
             t0 = time.perf_counter()
@@ -125,7 +127,9 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                         per_seat.append(last_probs[s][p])
                 return update, per_seat, sum(r is not None for r in replies)
 
-            results = list(pool.map(improve, range(m)))
+            results = [None] * m
+            for s_, r in zip(order, pool.map(improve, order)):
+                results[s_] = r
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))

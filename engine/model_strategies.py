@@ -12,7 +12,8 @@ So FGS-1…FGS-D take D + 1 sweeps: sweep k (k = 1 … D + 1) uses vᵏ⁻¹, gi
 model FGS-(k−1) (FGS-0 = Harville) and the values vᵏ. Every sweep warm-starts each state from
 the regrets of the previous sweep's solver of that state (neighbouring depths differ little),
 the first from the equilibrium's regrets when a solve checkpoint is given (scaled down: see
-:func:`warm_start`).
+:func:`warm_start`). Weitzman and Roberts start from the Harville sweep's regrets (the ICM-family
+values are closer to each other than to the equilibrium's).
 
 Values are in $, exploitability in $ (largest best-response gain in the hand, ≤ gamma).
 """
@@ -29,7 +30,8 @@ import numpy as np
 from engine.cfr import HandSolver, SolverTensors
 from engine.game_tree import CompiledHand, utilities
 from engine.policy_evaluation import evaluate_layer
-from engine.tournament import ProgressFn, SolverPool, largest_hand, load_checkpoint, model_layer_values
+from engine.tournament import (ProgressFn, SolverPool, heaviest_first, largest_hand, load_checkpoint,
+                               model_layer_values)
 
 Layers = dict[int, list[CompiledHand]]
 
@@ -128,7 +130,7 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
                 expl[s] = e
 
             t0 = time.perf_counter()
-            pool.map(work, range(m))
+            pool.map(work, heaviest_first(hands))
             out.hand_values[n] = values
             out.strategies[n] = [s.strategy() for s in solvers]
             out.order_probs[n] = order_probs
@@ -155,17 +157,23 @@ def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> 
 
 def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamma: float, tensors: SolverTensors,
                warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
-               progress: ProgressFn | None = None) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
+               progress: ProgressFn | None = None, first: Sweep | None = None,
+               ) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
     """The D + 1 FGS sweeps and the value tables v⁰ … v^D.
 
     Returns (sweeps, values): sweeps[k] holds the strategies of model FGS-k (k = 0 is Harville)
-    and values[d] = vᵈ ($ per layer), values[0] = Harville.
+    and values[d] = vᵈ ($ per layer), values[0] = Harville. ``first``: the Harville sweep if
+    already solved (its solvers then warm-start FGS-1).
     """
     values = [harville]
     sweeps: list[Sweep] = []
     for k in range(depth + 1):
         label = "harville" if k == 0 else f"FGS-{k}"
-        sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads, progress=progress)
+        if k == 0 and first is not None:
+            sweep = first
+        else:
+            sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads,
+                                progress=progress)
         sweeps.append(sweep)
         warm = sweep.solvers
         if k < depth:
