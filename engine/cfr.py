@@ -193,42 +193,31 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
                 nd += 1
         if nd == 0:
             return
-    if G_ready[h] == 0 or nd > ns:
-        for a in range(NC):
-            for b in range(NC):
-                g = (off + a * NC + b) * 6
-                g0 = g1 = g2 = g3 = g4 = g5 = 0.0
-                for i in range(ns):
-                    c = supp[i]
-                    sc = sig[c]
-                    g0 += sc * m3c[a, b, c, 0]
-                    g1 += sc * m3c[a, b, c, 1]
-                    g2 += sc * m3c[a, b, c, 2]
-                    g3 += sc * m3c[a, b, c, 3]
-                    g4 += sc * m3c[a, b, c, 4]
-                    g5 += sc * m3c[a, b, c, 5]
-                Gbuf[g], Gbuf[g + 1], Gbuf[g + 2] = g0, g1, g2
-                Gbuf[g + 3], Gbuf[g + 4], Gbuf[g + 5] = g3, g4, g5
-    else:
-        for a in range(NC):
-            for b in range(NC):
-                g = (off + a * NC + b) * 6
-                g0 = g1 = g2 = g3 = g4 = g5 = 0.0
-                for i in range(nd):
-                    c = changed[i]
-                    dc = delta[i]
-                    g0 += dc * m3c[a, b, c, 0]
-                    g1 += dc * m3c[a, b, c, 1]
-                    g2 += dc * m3c[a, b, c, 2]
-                    g3 += dc * m3c[a, b, c, 3]
-                    g4 += dc * m3c[a, b, c, 4]
-                    g5 += dc * m3c[a, b, c, 5]
-                Gbuf[g] += g0
-                Gbuf[g + 1] += g1
-                Gbuf[g + 2] += g2
-                Gbuf[g + 3] += g3
-                Gbuf[g + 4] += g4
-                Gbuf[g + 5] += g5
+    if G_ready[h] == 0 or nd > ns:  # from scratch: zero, then add the whole support
+        for i in range(ns):
+            changed[i] = supp[i]
+            delta[i] = sig[supp[i]]
+        nd = ns
+        Gbuf[off * 6:(off + NC * NC) * 6] = 0.0
+    for a in range(NC):
+        for b in range(NC):
+            g = (off + a * NC + b) * 6
+            g0 = g1 = g2 = g3 = g4 = g5 = 0.0
+            for i in range(nd):
+                c = changed[i]
+                dc = delta[i]
+                g0 += dc * m3c[a, b, c, 0]
+                g1 += dc * m3c[a, b, c, 1]
+                g2 += dc * m3c[a, b, c, 2]
+                g3 += dc * m3c[a, b, c, 3]
+                g4 += dc * m3c[a, b, c, 4]
+                g5 += dc * m3c[a, b, c, 5]
+            Gbuf[g] += g0
+            Gbuf[g + 1] += g1
+            Gbuf[g + 2] += g2
+            Gbuf[g + 3] += g3
+            Gbuf[g + 4] += g4
+            Gbuf[g + 5] += g5
     for c in range(NC):
         gsig[c] = sig[c]
     G_ready[h] = 1
@@ -593,9 +582,10 @@ class HandSolver:
             self.iterate(U, batch, delay=delay, ws=ws, target=target)
             if self.solution is not None:
                 break
-            e, _ = self.exploitability(U, sigma=self.average_strategy(), ws=ws)
+            average = self.average_strategy()
+            e, _ = self.exploitability(U, sigma=average, ws=ws)
             if e <= target:
-                self.solution = self.average_strategy()
+                self.solution = average
                 break
         if self.solution is None:
             self.solution = self.average_strategy()
