@@ -8,13 +8,14 @@ with the top x of all hands (combo-weighted). Opening (nobody in yet): x = min(1
 (1 + (b − 1)/4) with E the effective stack in big blinds (min(own stack, largest other stack))
 and b the players still to act behind him (heads-up SB: 1, so ≈ 67 % at 4.5 BB, the first of
 five ≈ 38 %); facing j ≥ 1 jammers: x = min(1, 2 / E) / 2^(j−1) (≈ 44 % against one jam at
-4.5 BB). Roughly the shape of push/fold charts without ICM. The profile is pure (0 or 1), so
-its uint8 form (:func:`engine.simulation.pack_profile` with ``dtype=np.uint8``, 4× smaller)
-plays exactly the same tournaments as float32; both are timed.
+4.5 BB). Roughly the shape of push/fold charts without ICM. Like an equilibrium, each node
+mixes at its boundary: the class straddling the top x jams with the fraction of its combos
+that completes x, so one class per node is mixed. The float32 profile is simulated through its
+exact compact form (:func:`engine.simulation.compact_profile`), which is what the product does.
 
 Showdown tensors come from sampled tables (the simulation's speed does not depend on their
 precision). Prints the packing time (building every state's hand tree, in worker processes),
-the numba compile time, tournaments/s with all threads and with one (and per CPU-second, which is
+the compaction time and sizes, the numba compile time, tournaments/s with all threads and with one (and per CPU-second, which is
 what idle cores would give when other processes compete for them), hands per tournament and
 the mean payoff and finishing distribution per starting position. ``--cache FILE`` keeps the
 packed game between runs.
@@ -31,7 +32,8 @@ import numpy as np
 
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
-from engine.simulation import NC, PackedGame, ShowdownSampler, default_processes, pack_game, simulate
+from engine.simulation import (NC, PackedGame, ShowdownSampler, compact_profile, default_processes, pack_game,
+                               simulate)
 
 
 def threshold_profile(game: PackedGame, equity: np.ndarray, p1: np.ndarray, chunk: int = 400_000) -> np.ndarray:
@@ -51,7 +53,7 @@ def threshold_profile(game: PackedGame, equity: np.ndarray, p1: np.ndarray, chun
         x_open = np.minimum(1.0, 3.0 / eff_bb) / (1.0 + (behind - 1.0) / 4.0)
         x_call = np.minimum(1.0, 2.0 / eff_bb) * 0.5 ** np.maximum(depth[sl] - 1, 0)
         x = np.where(depth[sl] == 0, x_open, x_call)
-        out[sl] = top[None, :] < x[:, None]
+        out[sl] = np.clip((x[:, None] - top[None, :]) / p1[None, :], 0.0, 1.0)
     return out
 
 
@@ -102,37 +104,36 @@ def main(argv: list[str] | None = None) -> None:
 
     t0 = time.perf_counter()
     f32 = threshold_profile(game, sd.win2_vs_random, sd.p1)
-    u8 = (f32 * 255).astype(np.uint8)  # the profile is pure, so uint8 levels play it exactly
-    print(f"synthetic threshold profile: {time.perf_counter() - t0:.1f} s; float32 {f32.nbytes / 2**30:.2f} GiB, "
-          f"uint8 {u8.nbytes / 2**30:.2f} GiB. Rule: jam the top x of hands by equity vs a random hand, "
-          f"x = min(1, 3/E)/(1 + (behind-1)/4) opening, min(1, 2/E)/2^(jammers-1) facing jams "
-          f"(E = effective stack in BB)")
+    print(f"synthetic profile: {time.perf_counter() - t0:.1f} s. Rule: jam the top x of hands by equity vs a random "
+          f"hand, x = min(1, 3/E)/(1 + (behind-1)/4) opening, min(1, 2/E)/2^(jammers-1) facing jams (E = effective "
+          f"stack in BB); the boundary class mixes")
+    compact_profile(f32[:1000])  # compile
+    t0 = time.perf_counter()
+    profile = compact_profile(f32)
+    print(f"compact form: {time.perf_counter() - t0:.1f} s; float32 {f32.nbytes / 2**30:.2f} GiB -> compact "
+          f"{(profile.rows.nbytes + profile.thresholds.nbytes) / 2**20:.0f} MiB ({len(profile.thresholds):,} mixed "
+          f"entries, {np.mean((f32 > 0) & (f32 < 1)) * 100:.2f} % of all)")
 
     base, extra = divmod(args.units, args.players)
     start = tuple(base + (1 if i < extra else 0) for i in range(args.players))
     seats = [0] * args.players
     t0 = time.perf_counter()
-    for prof in (f32, u8):
-        simulate(game, [prof], seats, start, 1000, args.seed, sampler)
-    print(f"numba compile (or cache load) of the float32 and uint8 kernels: {time.perf_counter() - t0:.1f} s")
-    simulate(game, [u8], seats, start, args.tournaments, args.seed, sampler)  # warm-up: page in the tables
+    simulate(game, [profile], seats, start, 1000, args.seed, sampler)
+    print(f"numba compile (or cache load) of the kernel: {time.perf_counter() - t0:.1f} s")
+    simulate(game, [profile], seats, start, args.tournaments, args.seed, sampler)  # warm-up: page in the tables
 
-    results = {}
-    for label, prof in (("uint8", u8), ("float32", f32)):
-        for nthreads in (threads, 1):
-            wall, cpu, res = _timed(game, prof, seats, start, args.tournaments, args.seed, sampler, nthreads)
-            results[label] = res
-            rate = args.tournaments / wall
-            print(f"{label} profile, {nthreads} thread(s): {args.tournaments:,} tournaments in {wall:.2f} s (best of 3)"
-                  f" = {rate:,.0f} tournaments/s, {rate * res.mean_hands:,.0f} hands/s; CPU {cpu:.2f} s = "
-                  f"{args.tournaments / cpu:,.0f} tournaments per CPU-second, "
-                  f"{cpu / (args.tournaments * res.mean_hands) * 1e9:.0f} ns CPU per hand")
+    for nthreads in (threads, 1):
+        wall, cpu, res = _timed(game, profile, seats, start, args.tournaments, args.seed, sampler, nthreads)
+        rate = args.tournaments / wall
+        print(f"{nthreads} thread(s): {args.tournaments:,} tournaments in {wall:.2f} s (best of 3) = {rate:,.0f} "
+              f"tournaments/s, {rate * res.mean_hands:,.0f} hands/s; CPU {cpu:.2f} s = "
+              f"{args.tournaments / cpu:,.0f} tournaments per CPU-second, "
+              f"{cpu / (args.tournaments * res.mean_hands) * 1e9:.0f} ns CPU per hand")
     numba.set_num_threads(threads)
-    res = results["uint8"]
-    same = np.array_equal(res.mean, results["float32"].mean) and np.array_equal(res.finishing,
-                                                                                results["float32"].finishing)
-    print(f"start {start}: {res.mean_hands:.2f} hands per tournament, unfinished {res.unfinished}; "
-          f"uint8 and float32 results identical: {same}")
+    dense = simulate(game, [f32], seats, start, 200_000, args.seed, sampler)
+    same = simulate(game, [profile], seats, start, 200_000, args.seed, sampler)
+    print(f"start {start}: {res.mean_hands:.2f} hands per tournament, unfinished {res.unfinished}; the dense float32 "
+          f"profile plays the same tournaments: {np.array_equal(dense.mean, same.mean)}")
     print("mean payoff $ per starting position: " + ", ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(res.mean, res.se)))
     print("finishing distribution (rows = starting position, columns = place):")
     print(np.array2string(res.finishing, precision=4))

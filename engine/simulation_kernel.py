@@ -27,12 +27,16 @@ best_place+tied−1 (the tournament winner has best_place 1, tied 1). The prize 
 ``share[best_place, tied]``; the *sampled* place of a tied player is a uniformly random one of the
 shared places (a random permutation within the tie).
 
-**Speed** (45-unit 5-player start, bench_simulation, 2-core AMD EPYC VM): about 90 ns per hand
-per thread with a uint8 profile, 130 ns with float32. The time goes to chains of dependent
-cache misses (state → profile entry per decision → outcome record → next state; a dependent
-load beyond ~8 MB measured 110–210 ns here) and to mispredicted jam/fold branches. Tried and
-measured slower: branchless decisions (they stop the CPU from running ahead on the likely
-branch), and interleaving 8 tournaments per thread with software prefetches.
+**Speed** (45-unit 5-player start, ``python -m engine.bench_simulation``, 2-core AMD EPYC VM,
+a synthetic profile that mixes one class per node): about 70 ns per hand per thread, 1.2 M
+tournaments/s on 2 threads. The time goes to chains of dependent cache misses (state → profile
+row per decision → outcome record → next state; a dependent load beyond ~8 MB measured 110–210
+ns here) and to mispredicted jam/fold branches, so the profile is played in its compact form
+(:func:`compact_rows`: one 64-byte line per node instead of 169 float32 over 11 lines; 196 MiB
+instead of 1.8 GiB for that game, so far more of the visited rows stay in the 32 MB L3):
+1.24 M/s against 0.95 M/s for the dense float32 rows on the same day. Tried and measured
+slower: branchless decisions (they stop the CPU from running ahead on the likely branch), and
+interleaving 8 tournaments per thread with software prefetches.
 (The combo index ``(x >> 32) · 1326 >> 32`` is uniform up to a relative 1326/2³² ≈ 3e-7.)
 """
 
@@ -45,7 +49,6 @@ from engine.cards import COMBO_OFFSETS, COMBOS, N_CLASSES
 
 BLOCK = 1024  # tournaments per block (the unit of parallel work and of the ordered sums)
 MAX_SEATS = 6
-MAX_PROFILES = 6
 
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -119,33 +122,93 @@ def draw_order(rs, nd, c0, c1, c2, win2, cum3):
     return 0
 
 
+_B55 = np.uint64(0x5555555555555555)
+_B33 = np.uint64(0x3333333333333333)
+_B0F = np.uint64(0x0F0F0F0F0F0F0F0F)
+_B01 = np.uint64(0x0101010101010101)
+_S1 = np.uint64(1)
+_S2 = np.uint64(2)
+_S4 = np.uint64(4)
+_S56 = np.uint64(56)
+_S63 = np.uint64(63)
+ROW_WORDS = 8
+"""uint64 words per compact profile row: 64 bytes, one cache line (see :func:`compact_rows`)."""
+
+
 @njit(cache=True, inline="always")
-def jam_probability(k, p0, p1, p2, p3, p4, p5, row, c):
-    """Entry (row, c) of profile k (0..5); a switch rather than a tuple index in the hot loop."""
-    if k == 0:
-        return p0[row, c]
-    if k == 1:
-        return p1[row, c]
-    if k == 2:
-        return p2[row, c]
-    if k == 3:
-        return p3[row, c]
-    if k == 4:
-        return p4[row, c]
-    return p5[row, c]
+def popcount(x):
+    """Set bits of a uint64 (SWAR; numba has no popcnt intrinsic)."""
+    x = x - ((x >> _S1) & _B55)
+    x = (x & _B33) + ((x >> _S2) & _B33)
+    x = (x + (x >> _S4)) & _B0F
+    return np.int64((x * _B01) >> _S56)
 
 
 @njit(cache=True, parallel=True)
-def simulate_blocks(start, seat_prof, p0, p1, p2, p3, p4, p5, scale, seed, tournaments, max_hands,
+def compact_rows(dense, scale):
+    """Compact exact form of a dense (R, 169) profile (float32 probabilities or uint8 levels).
+
+    The kernel jams when u32 < e · ``scale`` (u32 uniform on 0 … 2³² − 1, e the dense entry), i.e.
+    when u32 < ⌈e · scale⌉, so a row is stored as 8 uint64 words (64 bytes, one cache line instead
+    of 169 entries over 3–11 lines): words 0–2 = the classes that always jam (bit c & 63 of word
+    c >> 6), words 3–5 = the mixed classes (0 < e · scale < 2³²), word 6 = the index in
+    ``thresholds`` of the row's first mixed class; the mixed classes' thresholds ⌈e · scale⌉
+    (uint64) follow in class order. The decisions, and so the simulated tournaments, are exactly
+    those of the dense profile; an equilibrium has a few mixed classes per node.
+    Returns (rows uint64 (R, 8), thresholds uint64 (mixed entries,)).
+    """
+    R = dense.shape[0]
+    count = np.zeros(R, np.int64)
+    rows = np.zeros((R, ROW_WORDS), np.uint64)
+    for r in prange(R):
+        k = 0
+        for c in range(dense.shape[1]):
+            v = np.float64(dense[r, c]) * scale
+            bit = _S1 << np.uint64(c & 63)
+            if v >= TWO32:
+                rows[r, c >> 6] |= bit
+            elif v > 0.0:
+                rows[r, 3 + (c >> 6)] |= bit
+                k += 1
+        count[r] = k
+    first = np.zeros(R + 1, np.int64)
+    for r in range(R):
+        first[r + 1] = first[r] + count[r]
+    thresholds = np.zeros(first[R], np.uint64)
+    for r in prange(R):
+        rows[r, 6] = np.uint64(first[r])
+        k = first[r]
+        for c in range(dense.shape[1]):
+            v = np.float64(dense[r, c]) * scale
+            if 0.0 < v < TWO32:
+                thresholds[k] = np.uint64(np.ceil(v))
+                k += 1
+    return rows, thresholds
+
+
+@njit(cache=True, inline="always")
+def jams(rows, thresholds, r, c, u32):
+    """Decision of compact row r for class c given the deal draw's low 32 bits (see :func:`compact_rows`)."""
+    w = c >> 6
+    bit = _S1 << np.uint64(c & 63)
+    if rows[r, 3 + w] & bit:
+        k = np.int64(rows[r, 6]) + popcount(rows[r, 3 + w] & (bit - _S1))
+        for i in range(w):
+            k += popcount(rows[r, 3 + i])
+        return u32 < thresholds[k]
+    return rows[r, w] & bit != 0
+
+
+@njit(cache=True, parallel=True)
+def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tournaments, max_hands,
                     st_rec, key_root, key_node_off, key_term_off, nd_actor, nd_fold, nd_jam,
                     tm_ndeal, tm_out, out_rec, share, win2, cum3,
                     pay_sum, pay_cross, place_cnt, hands_sum, unfinished):
     """Play ``tournaments`` tournaments from global state ``start``; sums per block of BLOCK.
 
-    The player starting in position i uses profile ``p{seat_prof[i]}`` (rows = packed nodes,
-    columns = classes; an entry e means jam probability e · ``scale`` / 2³², so ``scale`` = 2³²
-    for float32 probabilities and 2³²/255 for uint8 levels; unused slots take any array of the
-    same type). A player jams when the low 32 bits of his deal draw are below e · ``scale``.
+    The player starting in position i uses profile ``seat_prof[i]``: compact rows (see
+    :func:`compact_rows`) ``seat_prof[i] · profile_rows`` … of the stacked ``rows``, whose word 6
+    indexes the stacked ``thresholds``.
     ``st_rec[g]`` = (players, key, first profile row, first outcome) of global state g. Writes,
     per block b: ``pay_sum[b, i]`` ($), ``pay_cross[b, i, j]`` (Σ pay_i·pay_j, $²),
     ``place_cnt[b, i, q]`` (finished in place q+1), ``hands_sum[b]`` and ``unfinished[b]``
@@ -157,7 +220,7 @@ def simulate_blocks(start, seat_prof, p0, p1, p2, p3, p4, p5, scale, seed, tourn
     for b in prange(nblocks):
         rs = np.zeros(1, np.uint64)
         seat_player = np.zeros(MAX_SEATS, np.int64)
-        seat_k = np.zeros(MAX_SEATS, np.int64)  # profile of the player in each position
+        seat_base = np.zeros(MAX_SEATS, np.int64)  # first row of the profile of the player in each position
         new_seat = np.zeros(MAX_SEATS, np.int64)
         pay = np.zeros(MAX_SEATS)
         place = np.zeros(MAX_SEATS, np.int64)
@@ -175,7 +238,7 @@ def simulate_blocks(start, seat_prof, p0, p1, p2, p3, p4, p5, scale, seed, tourn
             seed_stream(rs, seed, t)
             for i in range(n0):
                 seat_player[i] = i
-                seat_k[i] = seat_prof[i]
+                seat_base[i] = seat_prof[i] * profile_rows
                 pay[i] = 0.0
                 place[i] = 0
             g = start
@@ -192,8 +255,7 @@ def simulate_blocks(start, seat_prof, p0, p1, p2, p3, p4, p5, scale, seed, tourn
                 while ref >= 0:  # one decision: deal the actor's hand, jam with probability p
                     kn = koff + ref
                     bits, c, u32 = draw_hand(rs, used)
-                    p = jam_probability(seat_k[nd_actor[kn]], p0, p1, p2, p3, p4, p5, row0 + ref, c)
-                    if np.float64(u32) < np.float64(p) * scale:
+                    if jams(rows, thresholds, seat_base[nd_actor[kn]] + row0 + ref, c, u32):
                         used |= bits
                         cls[nj] = c
                         nj += 1
@@ -231,7 +293,7 @@ def simulate_blocks(start, seat_prof, p0, p1, p2, p3, p4, p5, scale, seed, tourn
                     for i in range(st_rec[g, 0]):
                         pid = new_seat[i]
                         seat_player[i] = pid
-                        seat_k[i] = seat_prof[pid]
+                        seat_base[i] = seat_prof[pid] * profile_rows
             b_hands += hands
             if g >= 0:
                 b_unfinished += 1

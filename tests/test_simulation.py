@@ -16,9 +16,9 @@ import scipy.sparse as sp
 from engine.cfr import HandSolver
 from engine.game_tree import compile_hand, utilities
 from engine.policy_evaluation import finishing_probabilities, layer_transitions, solve_layer
-from engine.simulation import (ShowdownSampler, direct_match, match_summary, pack_game, pack_profile, simulate,
-                               simulate_against)
-from engine.simulation_kernel import sample_deals, sample_orders
+from engine.simulation import (CompactProfile, ShowdownSampler, compact_profile, direct_match, match_summary,
+                               pack_game, pack_profile, simulate, simulate_against)
+from engine.simulation_kernel import TWO32, jams, sample_deals, sample_orders
 from engine.states import enumerate_states, state_index
 from engine.tournament import solve_tournament
 
@@ -88,6 +88,36 @@ def test_pack_profile_checks_shapes(game, solved):
     bad[3] = bad[3][:-1]
     with pytest.raises(ValueError):
         pack_profile(game, bad)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_compact_profile_decides_exactly_as_the_dense_one(dtype):
+    """Every (row, class) of a random profile with pure, mixed and extreme entries: the compact
+    form jams for exactly the draws u (low 32 bits) with u < e · 2³² / top, at the boundary too."""
+    rng = np.random.default_rng(3)
+    if dtype == np.float32:
+        dense = rng.choice(np.array([0.0, 1.0, 0.37, 1e-9, 1 - 1e-7, 0.5], np.float32), size=(40, 169))
+        some = rng.random(dense.shape) < 0.3
+        dense[some] = rng.random(int(some.sum()))
+        scale = TWO32
+    else:
+        dense = rng.integers(0, 256, size=(40, 169)).astype(np.uint8)
+        dense[:, ::3] = 255
+        scale = TWO32 / 255
+    dense[5] = 0  # a pure row, no mixed classes
+    compact = compact_profile(dense)
+    assert isinstance(compact, CompactProfile) and compact.rows.shape == (40, 8) and compact.shape == dense.shape
+    mixed = 0
+    for r in range(dense.shape[0]):
+        for c in range(169):
+            v = float(dense[r, c]) * scale
+            mixed += 0 < v < TWO32
+            for u in {0, max(int(np.ceil(v)) - 1, 0), min(int(np.ceil(v)), 2 ** 32 - 1), 2 ** 32 - 1}:
+                assert jams(compact.rows, compact.thresholds, r, c, np.uint64(u)) == (u < v), (r, c, u, v)
+    assert len(compact.thresholds) == mixed > 0
+    assert compact_profile(compact) is compact
+    with pytest.raises(ValueError):
+        compact_profile(dense.astype(np.float64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,8 +296,8 @@ def test_integer_profiles_play_pure_strategies_exactly(game, solved, eq, sampler
     # mixed strategies are rounded to 1/255: close to, but not the same as, float32
     assert np.abs(pack_profile(game, {n: l.strategy for n, l in solved.items()}, dtype=np.uint8) / 255.0
                   - eq).max() <= 0.5 / 255 + 1e-7
-    with pytest.raises(ValueError):
-        simulate(game, [f32, u8], [0, 1, 0], START, 10, seed=1, tensors=sampler)
+    mixed_types = simulate(game, [f32, u8], [0, 1, 0], START, 50_000, seed=2, tensors=sampler)
+    assert np.array_equal(mixed_types.mean, ref.mean)
     with pytest.raises(ValueError):
         simulate(game, [f32.astype(np.float64)], [0, 0, 0], START, 10, seed=1, tensors=sampler)
     with pytest.raises(KeyError):
