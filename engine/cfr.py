@@ -44,6 +44,10 @@ from engine.showdown import ShowdownTensors
 
 NC = 169
 
+SWAP_FIRST_TWO = np.array([2, 3, 0, 1, 5, 4])
+"""Outcome index of order o (lexicographic permutations of the deal positions, best first) when
+the first two dealt hands swap places: m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]]."""
+
 
 class SolverTensors:
     """Showdown tensors laid out for the kernels (order index last, contiguous)."""
@@ -60,10 +64,25 @@ class SolverTensors:
         order3 = np.moveaxis(t.order3, 0, -1)  # [a, b, c, o]
         self.m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
         self.m3j = np.ascontiguousarray(t.joint3[..., None] * order3)  # P(a, b, c) P(o | a, b, c)
+        if not _swap_symmetric(self.m3c, SWAP_FIRST_TWO):
+            raise ValueError("three-way showdown tensors must be symmetric under swapping the first two hands "
+                             "(build them with engine.showdown.showdown_tensors)")
 
     def args(self) -> tuple:
         return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
                 self.joint3, self.m3c, self.m3j)
+
+
+@nb.njit(cache=True)
+def _swap_symmetric(m3c, swap):
+    """m3c[b, a, c, o] == m3c[a, b, c, swap[o]] everywhere (what :func:`_three_way_chances` relies on)."""
+    for a in range(NC):
+        for b in range(a + 1, NC):
+            for c in range(NC):
+                for o in range(6):
+                    if m3c[b, a, c, o] != m3c[a, b, c, swap[o]]:
+                        return False
+    return True
 
 
 @nb.njit(cache=True)
@@ -178,10 +197,13 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
     """Bring G of the depth-2 node h (all 169² jammer pairs × 6 orders) up to date with ``sig``.
 
     From scratch (169² · |support| · 6 multiply-adds) the first time, else by the change of σ:
-    G += Σ_{c changed} Δσ(c) P(c | a, b) P(o | a, b, c). CFR+ iterates change a few classes per
-    node after the first iterations (on 10-unit 5-player hands 10–25 % of the support, on
-    45-unit 3-player hands a handful), so the update is that much cheaper than a recompute; a
-    change touching more classes than the new support is recomputed instead.
+    G += Σ_{c changed} Δσ(c) P(c | a, b) P(o | a, b, c). Only pairs a ≤ b are summed: swapping the
+    two jammers permutes the showdown orders, m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]]
+    (the tensors are built from one row per class multiset), so G[b, a] is G[a, b] permuted —
+    the same sums, to the last bit, for half the reads of the 232 MB tensor. CFR+ iterates change
+    a few classes per node after the first iterations (on 10-unit 5-player hands 10–25 % of the
+    support, on 45-unit 3-player hands a handful), so the update is that much cheaper than a
+    recompute; a change touching more classes than the new support is recomputed instead.
     """
     nd = 0
     if G_ready[h] == 1:
@@ -200,8 +222,7 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
         nd = ns
         Gbuf[off * 6:(off + NC * NC) * 6] = 0.0
     for a in range(NC):
-        for b in range(NC):
-            g = (off + a * NC + b) * 6
+        for b in range(a, NC):
             g0 = g1 = g2 = g3 = g4 = g5 = 0.0
             for i in range(nd):
                 c = changed[i]
@@ -212,12 +233,21 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
                 g3 += dc * m3c[a, b, c, 3]
                 g4 += dc * m3c[a, b, c, 4]
                 g5 += dc * m3c[a, b, c, 5]
+            g = (off + a * NC + b) * 6
             Gbuf[g] += g0
             Gbuf[g + 1] += g1
             Gbuf[g + 2] += g2
             Gbuf[g + 3] += g3
             Gbuf[g + 4] += g4
             Gbuf[g + 5] += g5
+            if b != a:  # the mirrored pair: orders permuted (SWAP_FIRST_TWO)
+                g = (off + b * NC + a) * 6
+                Gbuf[g + 2] += g0
+                Gbuf[g + 3] += g1
+                Gbuf[g] += g2
+                Gbuf[g + 1] += g3
+                Gbuf[g + 5] += g4
+                Gbuf[g + 4] += g5
     for c in range(NC):
         gsig[c] = sig[c]
     G_ready[h] = 1

@@ -300,3 +300,14 @@ def test_incremental_three_way_chances_match_a_fresh_pass(tensors):
         _, fresh = HandSolver(hand, solver.tensors).exploitability(U, sigma, ws=Workspace.for_hand(hand))
         np.testing.assert_allclose(gains, fresh, rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)
+
+
+def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(tensors):
+    """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.cfr._three_way_chances):
+    that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""
+    from engine.cfr import SWAP_FIRST_TWO, _swap_symmetric
+    m3c = tensors[0].m3c
+    assert np.array_equal(m3c.transpose(1, 0, 2, 3)[..., SWAP_FIRST_TWO], m3c)
+    bad = m3c.copy()
+    bad[3, 7, 11, 0] += 1e-12
+    assert _swap_symmetric(m3c, SWAP_FIRST_TWO) and not _swap_symmetric(bad, SWAP_FIRST_TWO)
