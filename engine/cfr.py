@@ -192,64 +192,99 @@ def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3r
                         out[t, o] += w * or3r[a, b, o]
 
 
-@nb.njit(cache=True, nogil=True)
-def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed, delta):
-    """Bring G of the depth-2 node h (all 169² jammer pairs × 6 orders) up to date with ``sig``.
+@nb.njit(cache=True, nogil=True, inline="always")
+def _pair_sum(m3c, a, b, classes, weights, count):
+    """Σ_i weights[i] · m3c[a, b, classes[i], o] for the 6 orders o."""
+    g0 = g1 = g2 = g3 = g4 = g5 = 0.0
+    for i in range(count):
+        c = classes[i]
+        w = weights[i]
+        g0 += w * m3c[a, b, c, 0]
+        g1 += w * m3c[a, b, c, 1]
+        g2 += w * m3c[a, b, c, 2]
+        g3 += w * m3c[a, b, c, 3]
+        g4 += w * m3c[a, b, c, 4]
+        g5 += w * m3c[a, b, c, 5]
+    return g0, g1, g2, g3, g4, g5
 
-    From scratch (169² · |support| · 6 multiply-adds) the first time, else by the change of σ:
-    G += Σ_{c changed} Δσ(c) P(c | a, b) P(o | a, b, c). Only pairs a ≤ b are summed: swapping the
-    two jammers permutes the showdown orders, m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]]
-    (the tensors are built from one row per class multiset), so G[b, a] is G[a, b] permuted —
-    the same sums, to the last bit, for half the reads of the 232 MB tensor. CFR+ iterates change
-    a few classes per node after the first iterations (on 10-unit 5-player hands 10–25 % of the
-    support, on 45-unit 3-player hands a handful), so the update is that much cheaper than a
-    recompute; a change touching more classes than the new support is recomputed instead.
+
+@nb.njit(cache=True, nogil=True)
+def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed, delta, need, valid):
+    """Bring G of the depth-2 node h up to date with ``sig`` on the jammer pairs the pass reads.
+
+    G[a, b, o] = Σ_c σ(c) P(c | a, b) P(o | a, b, c). The pass reads G at (a, b) only when the
+    first jammer's class a still has reach at the creator node or the creator's actor jams b with
+    some probability (the rows :func:`hand_pass` visits backward; elsewhere the reach is 0); by
+    symmetry, the pair {a, b} is needed when a or b is in ``need`` (that union of classes). Deep
+    stacks jam narrow ranges, so often most pairs are not needed.
+
+    A pair kept up to date last time (a or b in ``valid``) is updated by the change of σ,
+    G += Σ_{c changed} Δσ(c) P(c | a, b) P(o | a, b, c): CFR+ iterates change a few classes per
+    node after the first iterations. Other needed pairs, and all of them the first time or when
+    the change touches more classes than the new support, are summed from scratch over the
+    support (169² · |support| · 6 multiply-adds at most).
+
+    Only pairs a ≤ b are summed: swapping the two jammers permutes the showdown orders,
+    m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]] (the tensors are built from one row per
+    class multiset), so G[b, a] is G[a, b] permuted — the same sums, to the last bit, for half
+    the reads of the 232 MB tensor.
     """
     nd = 0
-    if G_ready[h] == 1:
+    incremental = G_ready[h] == 1
+    if incremental:
         for c in range(NC):
             dv = sig[c] - gsig[c]
             if dv != 0.0:
                 changed[nd] = c
                 delta[nd] = dv
                 nd += 1
-        if nd == 0:
-            return
-    if G_ready[h] == 0 or nd > ns:  # from scratch: zero, then add the whole support
-        for i in range(ns):
-            changed[i] = supp[i]
-            delta[i] = sig[supp[i]]
-        nd = ns
-        Gbuf[off * 6:(off + NC * NC) * 6] = 0.0
+        if nd > ns:
+            incremental = False
+        elif nd == 0:
+            fresh = False  # σ unchanged: only pairs that became needed are summed
+            for c in range(NC):
+                if need[c] and not valid[c]:
+                    fresh = True
+                    break
+            if not fresh:
+                return
+    weights = np.empty(ns)
+    for i in range(ns):
+        weights[i] = sig[supp[i]]
     for a in range(NC):
         for b in range(a, NC):
-            g0 = g1 = g2 = g3 = g4 = g5 = 0.0
-            for i in range(nd):
-                c = changed[i]
-                dc = delta[i]
-                g0 += dc * m3c[a, b, c, 0]
-                g1 += dc * m3c[a, b, c, 1]
-                g2 += dc * m3c[a, b, c, 2]
-                g3 += dc * m3c[a, b, c, 3]
-                g4 += dc * m3c[a, b, c, 4]
-                g5 += dc * m3c[a, b, c, 5]
+            if not (need[a] or need[b]):
+                continue
             g = (off + a * NC + b) * 6
-            Gbuf[g] += g0
-            Gbuf[g + 1] += g1
-            Gbuf[g + 2] += g2
-            Gbuf[g + 3] += g3
-            Gbuf[g + 4] += g4
-            Gbuf[g + 5] += g5
+            if incremental and (valid[a] or valid[b]):
+                if nd == 0:
+                    continue
+                g0, g1, g2, g3, g4, g5 = _pair_sum(m3c, a, b, changed, delta, nd)
+                g0 += Gbuf[g]
+                g1 += Gbuf[g + 1]
+                g2 += Gbuf[g + 2]
+                g3 += Gbuf[g + 3]
+                g4 += Gbuf[g + 4]
+                g5 += Gbuf[g + 5]
+            else:
+                g0, g1, g2, g3, g4, g5 = _pair_sum(m3c, a, b, supp, weights, ns)
+            Gbuf[g] = g0
+            Gbuf[g + 1] = g1
+            Gbuf[g + 2] = g2
+            Gbuf[g + 3] = g3
+            Gbuf[g + 4] = g4
+            Gbuf[g + 5] = g5
             if b != a:  # the mirrored pair: orders permuted (SWAP_FIRST_TWO)
                 g = (off + b * NC + a) * 6
-                Gbuf[g + 2] += g0
-                Gbuf[g + 3] += g1
-                Gbuf[g] += g2
-                Gbuf[g + 1] += g3
-                Gbuf[g + 5] += g4
-                Gbuf[g + 4] += g5
+                Gbuf[g + 2] = g0
+                Gbuf[g + 3] = g1
+                Gbuf[g] = g2
+                Gbuf[g + 1] = g3
+                Gbuf[g + 5] = g4
+                Gbuf[g + 4] = g5
     for c in range(NC):
         gsig[c] = sig[c]
+        valid[c] = need[c]
     G_ready[h] = 1
 
 
@@ -257,7 +292,7 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3c, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs,
-              J3, J3_ready, Gsig, G_ready, want_orders):
+              J3, J3_ready, Gsig, G_ready, Gvalid, want_orders):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $), root_values (n, $) and, if
@@ -270,11 +305,11 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     caller clears J3_ready when U or the hand changes and every later pass with the same U reads
     1 number per class instead of 6 and skips the terminal values.
 
-    Gbuf holds, for every depth-2 node h and every (a, b), the actor's jam chance split by
-    showdown order, G[o] = Σ_c σ_h(c) P(c | a, b) P(o | a, b, c), for the strategy Gsig[h] it
-    was computed with (G_ready[h] = 1). It depends on the hand, not on U, so consecutive passes
-    of one hand update it by the classes whose σ_h changed (see :func:`_three_way_chances`);
-    the caller clears G_ready when the hand changes.
+    Gbuf holds, for every depth-2 node h and the (a, b) the pass reads (a or b in Gvalid[h]), the
+    actor's jam chance split by showdown order, G[o] = Σ_c σ_h(c) P(c | a, b) P(o | a, b, c), for
+    the strategy Gsig[h] it was computed with (G_ready[h] = 1). It depends on the hand, not on U,
+    so consecutive passes of one hand update it by the classes whose σ_h changed (see
+    :func:`_three_way_chances`); the caller clears G_ready when the hand changes.
     """
     K = len(node_actor)
     T = len(term_kind)
@@ -300,6 +335,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     cols = np.empty(NC, np.int64)
     changed = np.empty(NC, np.int64)
     delta = np.empty(NC)
+    need = np.empty(NC, np.bool_)
     for h in range(K):
         d = node_depth[h]
         off = node_off[h]
@@ -317,7 +353,11 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     s += cond2[a, c] * sigma[h, c]
                 S[off + a] = s
         else:
-            _three_way_chances(sigma[h], ns, supp, m3c, Gbuf, off, Gsig[h], G_ready, h, changed, delta)
+            cr = node_creator[h]
+            for a in range(NC):
+                need[a] = R[node_off[cr] + a] > 0.0 or sigma[cr, a] > 0.0
+            _three_way_chances(sigma[h], ns, supp, m3c, Gbuf, off, Gsig[h], G_ready, h, changed, delta, need,
+                               Gvalid[h])
             for i in range(NC * NC):
                 g = (off + i) * 6
                 S[off + i] = Gbuf[g] + Gbuf[g + 1] + Gbuf[g + 2] + Gbuf[g + 3] + Gbuf[g + 4] + Gbuf[g + 5]
@@ -464,6 +504,7 @@ class Workspace:
         self.J3_ready = np.zeros(node_size, np.uint8)
         self.Gsig = np.zeros((max_nodes, NC))
         self.G_ready = np.zeros(max_nodes, np.uint8)
+        self.Gvalid = np.zeros((max_nodes, NC), np.bool_)
         self._bound: tuple | None = None
 
     @classmethod
@@ -550,7 +591,7 @@ class HandSolver:
         hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
                   ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values, ws.order_probs,
-                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, orders)
+                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, orders)
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
         self.order_probs = ws.order_probs[:T]
         return self.root_values, self.cf_fold, self.cf_jam, self.order_probs

@@ -311,3 +311,40 @@ def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(te
     bad = m3c.copy()
     bad[3, 7, 11, 0] += 1e-12
     assert _swap_symmetric(m3c, SWAP_FIRST_TWO) and not _swap_symmetric(bad, SWAP_FIRST_TWO)
+
+
+def test_three_way_chances_follow_the_pairs_the_pass_reads(tensors):
+    """Sparse ranges: the depth-2 jam chances are kept only for jammer pairs the pass reads (the
+    first jammer's class still has reach, or the creator's actor jams the second class). Ranges
+    that grow, shrink or move — with the depth-2 strategy itself unchanged, changed, or both —
+    must give the from-scratch pass and the brute-force reference every time."""
+    from engine.cfr import Workspace
+
+    stacks = (10, 15, 20)
+    tree, hand, solver, ev = make_case(stacks, tensors)
+    depth = hand.node_depth
+    assert (depth == 2).any() and (depth == 1).any()
+    rng = np.random.default_rng(11)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+
+    def sparse_rows(rows, share):
+        for h in rows:
+            sigma[h] = rng.random(NC) * (rng.random(NC) < share)
+
+    sigma = np.zeros((ev.K, NC))
+    sparse_rows(range(ev.K), 0.15)
+    steps = [
+        lambda: sparse_rows(np.flatnonzero(depth == 1), 0.4),   # creators widen: new pairs, depth-2 σ unchanged
+        lambda: sparse_rows(np.flatnonzero(depth == 0), 0.05),  # first jammers narrow: pairs dropped
+        lambda: sparse_rows(np.flatnonzero(depth == 0), 0.5),   # … and widen again: dropped pairs come back
+        lambda: sparse_rows(np.flatnonzero(depth == 2), 0.3),   # depth-2 strategies change, ranges kept
+        lambda: sparse_rows(range(ev.K), 0.2),                  # everything moves
+        lambda: None,                                           # nothing changes
+    ]
+    for step in [lambda: None] + steps:
+        step()
+        _, gains = solver.exploitability(U, sigma, ws=ws)
+        _, fresh = HandSolver(hand, solver.tensors).exploitability(U, sigma, ws=Workspace.for_hand(hand))
+        np.testing.assert_allclose(gains, fresh, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)

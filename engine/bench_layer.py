@@ -1,0 +1,116 @@
+"""Layer projection benchmark: what solving a whole 45-unit layer would cost, from a sample of its states.
+
+    python -m engine.bench_layer [--units 45] [--players 5] [--samples 24] [--gamma 1e-4] [--seed 1]
+
+A PI-CFR+ layer solve (:func:`engine.tournament.solve_layer`) is one cold solve of every state,
+then warm re-solves of the states whose successor values moved. This samples states uniformly
+from the layer and measures both building blocks on each, with the layer solve's own settings:
+
+* **cold**: a fresh solver, successor values from Harville (the PI-CFR+ start), solved to
+  ``gamma`` ($, the state's single-hand exploitability);
+* **warm**: the same solver, its regrets rescaled and its average restarted as in an outer
+  iteration, re-solved against successor values from Malmuth-Weitzman instead — a change of the
+  size an outer iteration makes (dollars to cents; printed as max |ΔU|).
+
+Prints per state the stacks, nodes, CFR+ iterations and seconds, then means, the cost of one CFR+
+iteration, and projections on the machine's threads: one cold pass over every state of the layer
+and one warm pass over every state. The gs08 3-player layer needed about one cold pass and the
+equivalent of a handful of warm passes (README, Status). Also prints the solver memory per state
+(regrets, predictions, average and certified profile, float64) and for the layer.
+
+Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from engine.cfr import HandSolver, SolverTensors, Workspace
+from engine.game_tree import compile_hand, utilities
+from engine.rollout import build_pair_table, build_triple_table
+from engine.showdown import showdown_tensors
+from engine.states import enumerate_states, state_index
+from engine.tournament import _rescale_regrets, model_layer_values
+
+NC = 169
+
+
+def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: dict, weitzman: dict,
+                 tensors: SolverTensors, gamma: float) -> dict:
+    hand = compile_hand(stacks, payouts, state_index)
+    ws = Workspace.for_hand(hand)
+    solver = HandSolver(hand, tensors)
+    u_cold, u_warm = utilities(hand, harville), utilities(hand, weitzman)
+    t0 = time.perf_counter()
+    e_cold, it_cold = solver.solve(u_cold, gamma, ws=ws, delay=2)
+    t_cold = time.perf_counter() - t0
+    _rescale_regrets(solver)
+    solver.restart_average()
+    t0 = time.perf_counter()
+    e_warm, it_warm = solver.solve(u_warm, gamma, ws=ws)
+    t_warm = time.perf_counter() - t0
+    memory = sum(a.nbytes for a in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold,
+                                     solver.avg_num)) + (solver.solution.nbytes if solver.solution is not None else 0)
+    return {"stacks": stacks, "nodes": len(hand.node_actor), "depth2": int((hand.node_depth == 2).sum()),
+            "cold_its": it_cold, "cold_s": t_cold, "cold_e": e_cold, "warm_its": it_warm, "warm_s": t_warm,
+            "warm_e": e_warm, "du": float(np.abs(u_warm - u_cold).max()), "bytes": memory}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--units", type=int, default=45)
+    parser.add_argument("--players", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=24)
+    parser.add_argument("--gamma", type=float, default=1e-4, help="target single-hand exploitability ($)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    payouts = (50.0, 30.0, 20.0)
+    threads = int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    t0 = time.perf_counter()
+    tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
+                                             build_triple_table("sampled", samples=4, seed=1)))
+    print(f"tensors (sampled tables): {time.perf_counter() - t0:.1f} s; {threads} threads")
+    layers = {m: enumerate_states(args.units, m) for m in range(2, args.players + 1)}
+    harville = {m: model_layer_values("harville", st, payouts) for m, st in layers.items()}
+    weitzman = {m: model_layer_values("weitzman", st, payouts) for m, st in layers.items()}
+    states = layers[args.players]
+    rng = np.random.default_rng(args.seed)
+    pick = rng.choice(len(states), min(args.samples, len(states)), replace=False)
+    sample = [tuple(int(x) for x in states[s]) for s in pick]
+    # warm up numba (compile or load the cache) on a small hand
+    _solve_state(sample[0], payouts, harville, weitzman, tensors, 1e-2)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        rows = list(pool.map(lambda st: _solve_state(st, payouts, harville, weitzman, tensors, args.gamma), sample))
+    wall = time.perf_counter() - t0
+    for r in sorted(rows, key=lambda r: -r["cold_s"]):
+        print(f"  {r['stacks']}: {r['nodes']} nodes ({r['depth2']} depth-2), cold {r['cold_its']} its "
+              f"{r['cold_s']:.2f} s ({r['cold_e']:.1e} $), warm {r['warm_its']} its {r['warm_s']:.2f} s "
+              f"({r['warm_e']:.1e} $, max |dU| {r['du']:.2f} $)")
+    m = len(states)
+    cold_s = np.array([r["cold_s"] for r in rows])
+    warm_s = np.array([r["warm_s"] for r in rows])
+    its = sum(r["cold_its"] + r["warm_its"] for r in rows)
+    per_it = (cold_s.sum() + warm_s.sum()) / max(its, 1)
+    mem = float(np.mean([r["bytes"] for r in rows]))
+    print(f"{args.units}-unit {args.players}-player layer: {m:,} states; sample of {len(rows)} solved to "
+          f"{args.gamma:g} $ in {wall:.1f} s on {threads} threads")
+    print(f"  cold: mean {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, max {cold_s.max():.2f}), "
+          f"{np.mean([r['cold_its'] for r in rows]):.0f} CFR+ iterations")
+    print(f"  warm: mean {warm_s.mean():.2f} s per state (median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
+          f"{np.mean([r['warm_its'] for r in rows]):.0f} CFR+ iterations")
+    print(f"  one CFR+ iteration: {per_it * 1e3:.1f} ms on average (one thread)")
+    print(f"  projection on {threads} threads: one cold pass over the layer {m * cold_s.mean() / threads / 3600:.2f} h, "
+          f"one warm pass over every state {m * warm_s.mean() / threads / 3600:.2f} h")
+    print(f"  solver memory: {mem / 1024:.0f} KiB per state (float64 regrets, predictions, average, certified "
+          f"profile), {m * mem / 2**30:.1f} GiB for the layer")
+
+
+if __name__ == "__main__":
+    main()
