@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -314,22 +315,34 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
     return solved
 
 
+_SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold", "avg_num")
+
+
 def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver]) -> None:
-    """Everything a resumed solve needs, written to a temp file and renamed into place."""
+    """Everything a resumed solve needs, written to a temp file and renamed into place.
+
+    An ``.npz`` (readable by ``np.load``) written one array at a time: the per-state arrays are
+    concatenated one kind at a time, so saving needs a sixth of the solvers' memory on top, not
+    all of it again (the 45-unit 5-player layer's solvers hold about 16 GB).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
-    sizes = np.array([len(s.hand.node_actor) for s in solvers])
-    np.savez(tmp, V=V, outer=outer, sizes=sizes,
-             log=np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
-             log_keys=np.array(list(log[0].keys()) if log else []),
-             regret_jam=np.concatenate([s.regret_jam for s in solvers]) if solvers else np.zeros((0, NC)),
-             regret_fold=np.concatenate([s.regret_fold for s in solvers]) if solvers else np.zeros((0, NC)),
-             pred_jam=np.concatenate([s.pred_jam for s in solvers]) if solvers else np.zeros((0, NC)),
-             pred_fold=np.concatenate([s.pred_fold for s in solvers]) if solvers else np.zeros((0, NC)),
-             avg_num=np.concatenate([s.avg_num for s in solvers]) if solvers else np.zeros((0, NC)),
-             avg_den=np.array([s.avg_den for s in solvers]), iterations=np.array([s.iterations for s in solvers]),
-             solution=np.concatenate([s.strategy() for s in solvers]) if solvers else np.zeros((0, NC)),
-             has_solution=np.array([s.solution is not None for s in solvers]))
+    arrays = {
+        "V": lambda: V, "outer": lambda: np.array(outer),
+        "sizes": lambda: np.array([len(s.hand.node_actor) for s in solvers]),
+        "log": lambda: np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
+        "log_keys": lambda: np.array(list(log[0].keys()) if log else []),
+        **{name: (lambda name=name: np.concatenate([getattr(s, name) for s in solvers]) if solvers
+                  else np.zeros((0, NC))) for name in _SOLVER_ARRAYS},
+        "avg_den": lambda: np.array([s.avg_den for s in solvers]),
+        "iterations": lambda: np.array([s.iterations for s in solvers]),
+        "solution": lambda: np.concatenate([s.strategy() for s in solvers]) if solvers else np.zeros((0, NC)),
+        "has_solution": lambda: np.array([s.solution is not None for s in solvers]),
+    }
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, make in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(make()), allow_pickle=False)
     os.replace(tmp, path)
 
 
@@ -339,17 +352,19 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
     if not np.array_equal(sizes, data["sizes"]):
         raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
     offsets = np.concatenate([[0], np.cumsum(sizes)])
+    # each array is read from the file once (indexing the NpzFile re-reads the whole array)
+    for name in _SOLVER_ARRAYS:
+        whole = data[name]
+        for i, s in enumerate(solvers):
+            getattr(s, name)[:] = whole[offsets[i]:offsets[i + 1]]
+    avg_den, iterations = data["avg_den"], data["iterations"]
+    has_solution = data["has_solution"] if "has_solution" in data else np.zeros(len(solvers), bool)
+    solution = data["solution"] if has_solution.any() else None
     for i, s in enumerate(solvers):
-        sl = slice(offsets[i], offsets[i + 1])
-        s.regret_jam[:] = data["regret_jam"][sl]
-        s.regret_fold[:] = data["regret_fold"][sl]
-        s.pred_jam[:] = data["pred_jam"][sl]
-        s.pred_fold[:] = data["pred_fold"][sl]
-        s.avg_num[:] = data["avg_num"][sl]
-        s.avg_den = float(data["avg_den"][i])
-        s.iterations = int(data["iterations"][i])
-        if "has_solution" in data and data["has_solution"][i]:
-            s.solution = data["solution"][sl].copy()
+        s.avg_den = float(avg_den[i])
+        s.iterations = int(iterations[i])
+        if has_solution[i]:
+            s.solution = solution[offsets[i]:offsets[i + 1]].copy()
     keys = [str(k) for k in data["log_keys"]]
     log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "states_skipped", "cfr_iterations") else float(v))
             for k, v in zip(keys, row)} for row in data["log"]]
