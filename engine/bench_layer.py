@@ -12,9 +12,12 @@ from the layer and measures both building blocks on each, with the layer solve's
   iteration, re-solved against successor values from Malmuth-Weitzman instead — a change of the
   size an outer iteration makes (dollars to cents; printed as max |ΔU|).
 
-Prints per state the stacks, nodes, CFR+ iterations and seconds, then means, the cost of one CFR+
-iteration, and projections on the machine's threads: one cold pass over every state of the layer
-and one warm pass over every state. The gs08 3-player layer needed about one cold pass and the
+The cost depends mostly on the tree shape, i.e. which blinds are all-in, so the sample is
+stratified by it (``--samples`` states with no blind all-in, a quarter as many of each other
+shape) and the projection weights each stratum by its exact share of the layer. Prints per shape
+the states, nodes, CFR+ iterations and seconds cold and warm and the cost of one CFR+ iteration,
+then projections on the machine's threads: one cold pass over every state of the layer and one
+warm pass over every state. The gs08 3-player layer needed about one cold pass and the
 equivalent of a handful of warm passes (README, Status). Also prints the solver memory per state
 (regrets, predictions, average and certified profile, float64) and for the layer.
 
@@ -32,6 +35,7 @@ import numpy as np
 
 from engine.cfr import HandSolver, SolverTensors, Workspace
 from engine.game_tree import compile_hand, utilities
+from engine.hand import BIG_BLIND, SMALL_BLIND
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
@@ -79,38 +83,51 @@ def main(argv: list[str] | None = None) -> None:
     harville = {m: model_layer_values("harville", st, payouts) for m, st in layers.items()}
     weitzman = {m: model_layer_values("weitzman", st, payouts) for m, st in layers.items()}
     states = layers[args.players]
+    n = args.players
+    # strata: the tree shape, i.e. which blinds are all-in (SB <= 1, BB <= 2 units), which sets the cost
+    shape = 2 * (states[:, n - 2] <= SMALL_BLIND) + (states[:, n - 1] <= BIG_BLIND)
     rng = np.random.default_rng(args.seed)
-    pick = rng.choice(len(states), min(args.samples, len(states)), replace=False)
-    sample = [tuple(int(x) for x in states[s]) for s in pick]
+    sample, strata = [], {}
+    for k in np.unique(shape):
+        members = np.flatnonzero(shape == k)
+        take = args.samples if k == 0 else max(2, args.samples // 4)  # the full trees cost the most
+        pick = rng.choice(members, min(take, len(members)), replace=False)
+        strata[int(k)] = (len(members), len(sample), len(sample) + len(pick))
+        sample += [tuple(int(x) for x in states[s]) for s in pick]
     # warm up numba (compile or load the cache) on a small hand
-    _solve_state(sample[0], payouts, harville, weitzman, tensors, 1e-2)
+    _solve_state(sample[-1], payouts, harville, weitzman, tensors, 1e-2)
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
         rows = list(pool.map(lambda st: _solve_state(st, payouts, harville, weitzman, tensors, args.gamma), sample))
     wall = time.perf_counter() - t0
-    for r in sorted(rows, key=lambda r: -r["cold_s"]):
-        print(f"  {r['stacks']}: {r['nodes']} nodes ({r['depth2']} depth-2), cold {r['cold_its']} its "
-              f"{r['cold_s']:.2f} s ({r['cold_e']:.1e} $), warm {r['warm_its']} its {r['warm_s']:.2f} s "
-              f"({r['warm_e']:.1e} $, max |dU| {r['du']:.2f} $)")
     m = len(states)
-    cold_s = np.array([r["cold_s"] for r in rows])
-    warm_s = np.array([r["warm_s"] for r in rows])
-    its = sum(r["cold_its"] + r["warm_its"] for r in rows)
-    per_it = (cold_s.sum() + warm_s.sum()) / max(its, 1)
-    mem = float(np.mean([r["bytes"] for r in rows]))
-    print(f"{args.units}-unit {args.players}-player layer: {m:,} states; sample of {len(rows)} solved to "
-          f"{args.gamma:g} $ in {wall:.1f} s on {threads} threads")
-    print(f"  cold: mean {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, max {cold_s.max():.2f}), "
-          f"{np.mean([r['cold_its'] for r in rows]):.0f} CFR+ iterations")
-    print(f"  warm: mean {warm_s.mean():.2f} s per state (median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
-          f"{np.mean([r['warm_its'] for r in rows]):.0f} CFR+ iterations")
-    print(f"  one CFR+ iteration: {per_it * 1e3:.1f} ms on average (one thread)")
-    print(f"  projection on {threads} threads: one cold pass over the layer {m * cold_s.mean() / threads / 3600:.2f} h, "
-          f"one warm pass over every state {m * warm_s.mean() / threads / 3600:.2f} h")
-    print(f"  solver memory: {mem / 1024:.0f} KiB per state (float64 regrets, predictions, average, certified "
-          f"profile), {m * mem / 2**30:.1f} GiB for the layer")
-
+    print(f"{args.units}-unit {n}-player layer: {m:,} states; {len(rows)} sampled states solved to {args.gamma:g} $ "
+          f"(cold from Harville successor values, then warm against Malmuth-Weitzman ones) in {wall:.1f} s on "
+          f"{threads} threads")
+    cold_total = warm_total = mem_total = 0.0
+    for k, (count, lo, hi) in strata.items():
+        part = rows[lo:hi]
+        cold_s = np.array([r["cold_s"] for r in part])
+        warm_s = np.array([r["warm_s"] for r in part])
+        its = sum(r["cold_its"] + r["warm_its"] for r in part)
+        per_it = (cold_s.sum() + warm_s.sum()) / max(its, 1)
+        blinds = {0: "no blind all-in", 1: "BB all-in", 2: "SB all-in", 3: "both blinds all-in"}[k]
+        print(f"  {blinds}: {count:,} states ({part[0]['nodes']} nodes, {part[0]['depth2']} depth-2); {len(part)} "
+              f"sampled: cold {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, max {cold_s.max():.2f}), "
+              f"{np.mean([r['cold_its'] for r in part]):.0f} CFR+ iterations; warm {warm_s.mean():.2f} s "
+              f"(median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
+              f"{np.mean([r['warm_its'] for r in part]):.0f} iterations; {per_it * 1e3:.1f} ms per iteration")
+        for r in sorted(part, key=lambda r: -r["cold_s"])[:3]:
+            print(f"      e.g. {r['stacks']}: cold {r['cold_its']} its {r['cold_s']:.2f} s, warm {r['warm_its']} its "
+                  f"{r['warm_s']:.2f} s (max |dU| {r['du']:.2f} $)")
+        cold_total += count * cold_s.mean()
+        warm_total += count * warm_s.mean()
+        mem_total += count * float(np.mean([r["bytes"] for r in part]))
+    print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
+          f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
+    print(f"  solver memory (float64 regrets, predictions, average, certified profile): {mem_total / m / 1024:.0f} KiB "
+          f"per state on average, {mem_total / 2**30:.1f} GiB for the layer")
 
 if __name__ == "__main__":
     main()
