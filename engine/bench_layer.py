@@ -19,7 +19,8 @@ the states, nodes, CFR+ iterations and seconds cold and warm and the cost of one
 then projections on the machine's threads: one cold pass over every state of the layer and one
 warm pass over every state. The gs08 3-player layer needed about one cold pass and the
 equivalent of a handful of warm passes (README, Status). Also prints the solver memory per state
-(regrets, predictions, average and certified profile, float64) and for the layer.
+(regrets, predictions and certified profile, float64; the average only lives during a solve) and
+for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
 """
@@ -59,7 +60,7 @@ def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: 
     e_warm, it_warm = solver.solve(u_warm, gamma, ws=ws)
     t_warm = time.perf_counter() - t0
     memory = sum(a.nbytes for a in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold,
-                                     solver.avg_num)) + (solver.solution.nbytes if solver.solution is not None else 0)
+                                     solver.solution) if a is not None)
     return {"stacks": stacks, "nodes": len(hand.node_actor), "depth2": int((hand.node_depth == 2).sum()),
             "cold_its": it_cold, "cold_s": t_cold, "cold_e": e_cold, "warm_its": it_warm, "warm_s": t_warm,
             "warm_e": e_warm, "du": float(np.abs(u_warm - u_cold).max()), "bytes": memory}
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
     print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
           f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
-    print(f"  solver memory (float64 regrets, predictions, average, certified profile): {mem_total / m / 1024:.0f} KiB "
+    print(f"  solver memory between solves (float64 regrets, predictions, certified profile): {mem_total / m / 1024:.0f} KiB "
           f"per state on average, {mem_total / 2**30:.1f} GiB for the layer")
 
 if __name__ == "__main__":

@@ -315,7 +315,9 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
     return solved
 
 
-_SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold", "avg_num")
+_SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
+"""Per-state arrays a checkpoint keeps. Outer iterations end with every solve finished, and a
+finished solve keeps its certified profile (``solution``), not an average."""
 
 
 def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver]) -> None:
@@ -334,7 +336,6 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
         "log_keys": lambda: np.array(list(log[0].keys()) if log else []),
         **{name: (lambda name=name: np.concatenate([getattr(s, name) for s in solvers]) if solvers
                   else np.zeros((0, NC))) for name in _SOLVER_ARRAYS},
-        "avg_den": lambda: np.array([s.avg_den for s in solvers]),
         "iterations": lambda: np.array([s.iterations for s in solvers]),
         "solution": lambda: np.concatenate([s.strategy() for s in solvers]) if solvers else np.zeros((0, NC)),
         "has_solution": lambda: np.array([s.solution is not None for s in solvers]),
@@ -357,12 +358,12 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         whole = data[name]
         for i, s in enumerate(solvers):
             getattr(s, name)[:] = whole[offsets[i]:offsets[i + 1]]
-    avg_den, iterations = data["avg_den"], data["iterations"]
+    iterations = data["iterations"]
     has_solution = data["has_solution"] if "has_solution" in data else np.zeros(len(solvers), bool)
     solution = data["solution"] if has_solution.any() else None
     for i, s in enumerate(solvers):
-        s.avg_den = float(avg_den[i])
         s.iterations = int(iterations[i])
+        s.restart_average()
         if has_solution[i]:
             s.solution = solution[offsets[i]:offsets[i + 1]].copy()
     keys = [str(k) for k in data["log_keys"]]

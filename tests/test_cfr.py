@@ -348,3 +348,17 @@ def test_three_way_chances_follow_the_pairs_the_pass_reads(tensors):
         _, fresh = HandSolver(hand, solver.tensors).exploitability(U, sigma, ws=Workspace.for_hand(hand))
         np.testing.assert_allclose(gains, fresh, rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)
+
+
+def test_a_finished_solve_keeps_its_certified_profile_and_frees_the_average(tensors):
+    """Between solves a solver holds regrets and its certified profile only; a later solve averages anew."""
+    payouts = (50.0, 30.0)
+    tree, hand, solver, ev = make_case((10, 10), tensors, payouts)
+    U = utilities(hand, harville_values(20, 2, payouts))
+    e, spent = solver.solve(U, 1e-3)
+    assert e <= 1e-3 and spent > 0 and solver.avg_num is None and solver.avg_start == solver.iterations
+    np.testing.assert_array_equal(solver.strategy(), solver.solution)
+    worst, _ = solver.exploitability(U)
+    assert worst == pytest.approx(e, abs=1e-15)
+    e2, _ = solver.solve(U, 1e-4)
+    assert e2 <= 1e-4 and solver.avg_num is None
