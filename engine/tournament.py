@@ -323,9 +323,9 @@ finished solve keeps its certified profile (``solution``), not an average."""
 def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver]) -> None:
     """Everything a resumed solve needs, written to a temp file and renamed into place.
 
-    An ``.npz`` (readable by ``np.load``) written one array at a time: the per-state arrays are
-    concatenated one kind at a time, so saving needs a sixth of the solvers' memory on top, not
-    all of it again (the 45-unit 5-player layer's solvers hold about 16 GB).
+    An ``.npz`` (readable by ``np.load``) written one array at a time, and the per-state arrays
+    streamed state by state under one ``.npy`` header each, so saving needs no copy of the
+    solvers' memory (the 45-unit 5-player layer's solvers hold about 17 GiB).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
@@ -334,16 +334,22 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
         "sizes": lambda: np.array([len(s.hand.node_actor) for s in solvers]),
         "log": lambda: np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
         "log_keys": lambda: np.array(list(log[0].keys()) if log else []),
-        **{name: (lambda name=name: np.concatenate([getattr(s, name) for s in solvers]) if solvers
-                  else np.zeros((0, NC))) for name in _SOLVER_ARRAYS},
         "iterations": lambda: np.array([s.iterations for s in solvers]),
-        "solution": lambda: np.concatenate([s.strategy() for s in solvers]) if solvers else np.zeros((0, NC)),
         "has_solution": lambda: np.array([s.solution is not None for s in solvers]),
     }
+    per_state = {name: (lambda s, name=name: getattr(s, name)) for name in _SOLVER_ARRAYS}
+    per_state["solution"] = lambda s: s.strategy()
+    rows = int(sum(len(s.hand.node_actor) for s in solvers))
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, make in arrays.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.asanyarray(make()), allow_pickle=False)
+        for name, part in per_state.items():  # (rows, 169) float64, one state's rows after the other
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)),
+                                                         "fortran_order": False, "shape": (rows, NC)})
+                for s in solvers:
+                    f.write(np.ascontiguousarray(part(s), dtype=np.float64).tobytes())
     os.replace(tmp, path)
 
 
