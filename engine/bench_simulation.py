@@ -15,9 +15,10 @@ exact compact form (:func:`engine.simulation.compact_profile`), which is what th
 
 Showdown tensors come from sampled tables (the simulation's speed does not depend on their
 precision). Prints the packing time (building every state's hand tree, in worker processes),
-the compaction time and sizes, the numba compile time, tournaments/s with all threads and with one (and per CPU-second, which is
-what idle cores would give when other processes compete for them), hands per tournament and
-the mean payoff and finishing distribution per starting position. ``--cache FILE`` keeps the
+the compaction time and sizes, the numba compile time, tournaments/s with all threads and with
+one (and per CPU-second, which is what idle cores would give when other processes compete for
+them), hands per tournament and the mean payoff and finishing distribution per starting
+position. ``--cache FILE`` keeps the
 packed game between runs.
 """
 

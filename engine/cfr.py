@@ -635,7 +635,7 @@ class HandSolver:
                     self.avg_num = np.zeros_like(sigma)
                 self.avg_num += w * sigma
                 self.avg_den += w
-            if e <= target if target is not None else False:
+            if target is not None and e <= target:
                 self.solution = sigma
                 break
         return e

@@ -356,8 +356,8 @@ def pack_profile(game: PackedGame, strategies: Mapping[int, Sequence[np.ndarray]
 class CompactProfile:
     """A packed profile in the kernel's exact compact form (:func:`engine.simulation_kernel.compact_rows`):
     one 64-byte row per profile row (always-jam and mixed class bits) and the mixed classes'
-    integer jam thresholds. About 10× smaller than float32 (the 45-unit 5-player game: 178 MiB
-    instead of 1.8 GiB), so more of the rows a simulation visits stay in cache."""
+    integer jam thresholds. About 10× smaller than float32 (the 45-unit 5-player game: 178 MiB of
+    rows instead of 1.8 GiB), so more of the rows a simulation visits stay in cache."""
 
     rows: np.ndarray  # uint64 (total_nodes, 8)
     thresholds: np.ndarray  # uint64 (mixed entries,)
@@ -467,8 +467,9 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
 
     The player starting in position i uses ``profiles[seat_profile[i]]`` for the whole tournament:
     packed profiles (:func:`pack_profile`, float32 or uint8) or their compact forms
-    (:func:`compact_profile`; dense ones are compacted here, so compact them once for many calls). ``tensors``: ShowdownTensors,
-    SolverTensors or a prebuilt :class:`ShowdownSampler` (build it once for many calls).
+    (:func:`compact_profile`; dense ones are compacted here, so compact them once for many
+    calls). ``tensors``: ShowdownTensors, SolverTensors or a prebuilt :class:`ShowdownSampler`
+    (build it once for many calls).
     Tournaments still running after ``max_hands`` hands (a profile can let chips circulate
     forever) are stopped: their remaining players get $0 and no place, and ``unfinished`` counts
     them. Reproducible: the result depends only on (seed, tournaments), not on the number of numba

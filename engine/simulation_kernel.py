@@ -61,6 +61,13 @@ _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 _S32 = np.uint64(32)
 _ONE = np.uint64(1)
+_S2 = np.uint64(2)
+_S4 = np.uint64(4)
+_S56 = np.uint64(56)
+_B55 = np.uint64(0x5555555555555555)  # popcount masks
+_B33 = np.uint64(0x3333333333333333)
+_B0F = np.uint64(0x0F0F0F0F0F0F0F0F)
+_B01 = np.uint64(0x0101010101010101)
 TWO32 = 4294967296.0
 _TWO_M53 = 1.0 / 9007199254740992.0
 
@@ -122,15 +129,6 @@ def draw_order(rs, nd, c0, c1, c2, win2, cum3):
     return 0
 
 
-_B55 = np.uint64(0x5555555555555555)
-_B33 = np.uint64(0x3333333333333333)
-_B0F = np.uint64(0x0F0F0F0F0F0F0F0F)
-_B01 = np.uint64(0x0101010101010101)
-_S1 = np.uint64(1)
-_S2 = np.uint64(2)
-_S4 = np.uint64(4)
-_S56 = np.uint64(56)
-_S63 = np.uint64(63)
 ROW_WORDS = 8
 """uint64 words per compact profile row: 64 bytes, one cache line (see :func:`compact_rows`)."""
 
@@ -138,7 +136,7 @@ ROW_WORDS = 8
 @njit(cache=True, inline="always")
 def popcount(x):
     """Set bits of a uint64 (SWAR; numba has no popcnt intrinsic)."""
-    x = x - ((x >> _S1) & _B55)
+    x = x - ((x >> _ONE) & _B55)
     x = (x & _B33) + ((x >> _S2) & _B33)
     x = (x + (x >> _S4)) & _B0F
     return np.int64((x * _B01) >> _S56)
@@ -164,7 +162,7 @@ def compact_rows(dense, scale):
         k = 0
         for c in range(dense.shape[1]):
             v = np.float64(dense[r, c]) * scale
-            bit = _S1 << np.uint64(c & 63)
+            bit = _ONE << np.uint64(c & 63)
             if v >= TWO32:
                 rows[r, c >> 6] |= bit
             elif v > 0.0:
@@ -190,9 +188,9 @@ def compact_rows(dense, scale):
 def jams(rows, thresholds, r, c, u32):
     """Decision of compact row r for class c given the deal draw's low 32 bits (see :func:`compact_rows`)."""
     w = c >> 6
-    bit = _S1 << np.uint64(c & 63)
+    bit = _ONE << np.uint64(c & 63)
     if rows[r, 3 + w] & bit:
-        k = np.int64(rows[r, 6]) + popcount(rows[r, 3 + w] & (bit - _S1))
+        k = np.int64(rows[r, 6]) + popcount(rows[r, 3 + w] & (bit - _ONE))
         for i in range(w):
             k += popcount(rows[r, 3 + i])
         return u32 < thresholds[k]

@@ -329,27 +329,24 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
-    arrays = {
-        "V": lambda: V, "outer": lambda: np.array(outer),
-        "sizes": lambda: np.array([len(s.hand.node_actor) for s in solvers]),
-        "log": lambda: np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
-        "log_keys": lambda: np.array(list(log[0].keys()) if log else []),
-        "iterations": lambda: np.array([s.iterations for s in solvers]),
-        "has_solution": lambda: np.array([s.solution is not None for s in solvers]),
-    }
-    per_state = {name: (lambda s, name=name: getattr(s, name)) for name in _SOLVER_ARRAYS}
-    per_state["solution"] = lambda s: s.strategy()
-    rows = int(sum(len(s.hand.node_actor) for s in solvers))
+    sizes = np.array([len(s.hand.node_actor) for s in solvers], dtype=np.int64)
+    small = {"V": V, "outer": np.array(outer), "sizes": sizes,
+             "log": np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
+             "log_keys": np.array(list(log[0].keys()) if log else []),
+             "iterations": np.array([s.iterations for s in solvers]),
+             "has_solution": np.array([s.solution is not None for s in solvers])}
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
+              "shape": (int(sizes.sum()), NC)}
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, make in arrays.items():
+        for name, array in small.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.asanyarray(make()), allow_pickle=False)
-        for name, part in per_state.items():  # (rows, 169) float64, one state's rows after the other
+                np.lib.format.write_array(f, array, allow_pickle=False)
+        for name in (*_SOLVER_ARRAYS, "solution"):  # (rows, 169) float64, one state's rows after the other
             with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)),
-                                                         "fortran_order": False, "shape": (rows, NC)})
+                np.lib.format.write_array_header_1_0(f, header)
                 for s in solvers:
-                    f.write(np.ascontiguousarray(part(s), dtype=np.float64).tobytes())
+                    part = s.strategy() if name == "solution" else getattr(s, name)
+                    f.write(np.ascontiguousarray(part, dtype=np.float64).tobytes())
     os.replace(tmp, path)
 
 
@@ -373,6 +370,6 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         if has_solution[i]:
             s.solution = solution[offsets[i]:offsets[i + 1]].copy()
     keys = [str(k) for k in data["log_keys"]]
-    log = [{k: (int(v) if k in ("players", "outer_iteration", "states_updated", "states_skipped", "cfr_iterations") else float(v))
-            for k, v in zip(keys, row)} for row in data["log"]]
+    counts = ("players", "outer_iteration", "states_updated", "states_skipped", "cfr_iterations")
+    log = [{k: (int(v) if k in counts else float(v)) for k, v in zip(keys, row)} for row in data["log"]]
     return data["V"], log, int(data["outer"])

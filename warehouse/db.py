@@ -76,13 +76,14 @@ def session(path: str | Path | None = None, read_only: bool = False) -> Iterator
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables, add columns a newer schema has to existing ones, (re)create views."""
     statements = ordered_ddl()
-    tables = [s for s in statements if s.startswith("CREATE TABLE")]
-    for stmt in tables:
-        con.execute(stmt)
+    for stmt in statements:
+        if stmt.startswith("CREATE TABLE"):
+            con.execute(stmt)
     for table, column, type_ in _missing_columns(con):
         con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {type_}")
-    for stmt in statements[len(tables):]:
-        con.execute(stmt)
+    for stmt in statements:
+        if not stmt.startswith("CREATE TABLE"):
+            con.execute(stmt)
 
 
 def _missing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
