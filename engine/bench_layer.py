@@ -66,6 +66,20 @@ def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: 
             "warm_e": e_warm, "du": float(np.abs(u_warm - u_cold).max()), "bytes": memory}
 
 
+def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject bad arguments before any work, naming the flag and the rule (exit code 2)."""
+    if not 2 <= args.players <= 5:
+        parser.error(f"--players must be 2 to 5 (got {args.players})")
+    if args.units < args.players:
+        parser.error(f"--units must be at least --players: every stack is at least 1 unit (got {args.units})")
+    if args.samples < 1:
+        parser.error(f"--samples must be at least 1 (got {args.samples})")
+    if not args.gamma > 0:
+        parser.error(f"--gamma must be > 0 $ (got {args.gamma})")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0 (got {args.seed})")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
@@ -74,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gamma", type=float, default=1e-4, help="target single-hand exploitability ($)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    _check_arguments(parser, args)
     payouts = (50.0, 30.0, 20.0)
     threads = int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     t0 = time.perf_counter()
@@ -115,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         per_it = (cold_s.sum() + warm_s.sum()) / max(its, 1)
         blinds = {0: "no blind all-in", 1: "BB all-in", 2: "SB all-in", 3: "both blinds all-in"}[k]
         print(f"  {blinds}: {count:,} states ({part[0]['nodes']} nodes, {part[0]['depth2']} depth-2); {len(part)} "
-              f"sampled: cold {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, max {cold_s.max():.2f}), "
+              f"sampled: cold {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, "
+              f"max {cold_s.max():.2f}), "
               f"{np.mean([r['cold_its'] for r in part]):.0f} CFR+ iterations; warm {warm_s.mean():.2f} s "
               f"(median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
               f"{np.mean([r['warm_its'] for r in part]):.0f} iterations; {per_it * 1e3:.1f} ms per iteration")
@@ -127,8 +143,9 @@ def main(argv: list[str] | None = None) -> None:
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
     print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
           f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
-    print(f"  solver memory between solves (float64 regrets, predictions, certified profile): {mem_total / m / 1024:.0f} KiB "
-          f"per state on average, {mem_total / 2**30:.1f} GiB for the layer")
+    print(f"  solver memory between solves (float64 regrets, predictions, certified profile): "
+          f"{mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
+
 
 if __name__ == "__main__":
     main()

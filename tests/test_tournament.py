@@ -95,3 +95,26 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         assert (t.solution is None) == (s.solution is None)
         if s.solution is not None:
             assert np.array_equal(s.solution, t.solution)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--players", "7"], "--players must be 2 to 5"),
+    (["--players", "4", "--units", "3"], "--units must be at least --players"),
+    (["--samples", "0"], "--samples must be at least 1"),
+    (["--gamma", "0"], "--gamma must be > 0"),
+    (["--seed", "-1"], "--seed must be >= 0"),
+])
+def test_layer_benchmark_rejects_bad_arguments(argv, message, capsys):
+    from engine.bench_layer import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_layer_benchmark_projects_a_small_layer(capsys):
+    from engine.bench_layer import main
+
+    main(["--units", "8", "--players", "3", "--samples", "2", "--gamma", "1e-2"])
+    out = capsys.readouterr().out
+    assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
