@@ -118,3 +118,24 @@ def test_layer_benchmark_projects_a_small_layer(capsys):
     main(["--units", "8", "--players", "3", "--samples", "2", "--gamma", "1e-2"])
     out = capsys.readouterr().out
     assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
+
+
+def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
+    """A profile a little above the target continues from its regrets as they are (the re-solve stays near
+    the old profile); one far above has them scaled to RESTART_WEIGHT iterations' worth."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+    from engine.tournament import compile_layer, prepare_resolve
+
+    _, hands = compile_layer(6, 3, PAYOUTS)
+    rng = np.random.default_rng(2)
+    for e, rescaled in ((2.9e-3, False), (3.1e-3, True)):
+        solver = HandSolver(hands[0], tiny_tensors)
+        solver.regret_jam[:] = rng.random(solver.regret_jam.shape)
+        solver.iterations = 40
+        before = solver.regret_jam.copy()
+        assert prepare_resolve(solver, e, 1e-3) is rescaled
+        expected = before * (tournament.RESTART_WEIGHT / 40) if rescaled else before
+        np.testing.assert_array_equal(solver.regret_jam, expected)
+        assert solver.avg_start == 40 and solver.avg_num is None
+
