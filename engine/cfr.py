@@ -562,6 +562,7 @@ class HandSolver:
         self.iterations = 0
         self.avg_start = 0
         self.solution: np.ndarray | None = None  # the profile certified by the last solve
+        self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
 
     def restart_average(self) -> None:
         """Keep the regrets (the warm start) but average only the iterates from now on.
@@ -665,7 +666,7 @@ class HandSolver:
         if self.solution is None:
             self.solution = self.average_strategy()
         self.restart_average()  # the certified profile is the output; a later solve averages anew
-        e, _ = self.exploitability(U, sigma=self.solution, ws=ws)
+        e, self.gains = self.exploitability(U, sigma=self.solution, ws=ws)
         return e, self.iterations - start
 
     def exploitability(self, U: np.ndarray, sigma: np.ndarray | None = None,

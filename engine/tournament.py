@@ -185,6 +185,23 @@ def _warm_from_neighbour(solver: HandSolver, stacks: np.ndarray, solvers: list[H
                 return
 
 
+def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:
+    """Upper bound ($) on a profile's exploitability under utilities ``U_now``, from its evaluation under ``U_then``.
+
+    Player k's gain is his best-response value minus his value. His value moves by exactly
+    E_P[ΔU_k] (P: the profile's outcome probabilities, which do not depend on U), and his best
+    response's by at most max ΔU_k (any strategy of his induces some distribution over the
+    outcomes), so gain_k(U_now) ≤ gain_k(U_then) + max ΔU_k − E_P[ΔU_k]. When a layer's values
+    shift together (most of an outer iteration's ΔV) this is far tighter than 2·max |ΔU|.
+    """
+    dU = U_now - U_then  # (terminals, orders, players)
+    worst = -np.inf
+    for k in range(dU.shape[2]):
+        d = dU[:, :, k]
+        worst = max(worst, float(gains[k] + d.max() - (order_probs * d).sum()))
+    return worst
+
+
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
     """State indices by decreasing cost of a hand pass (169² entries per depth-2 node, 169 per other node).
 
@@ -245,10 +262,15 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     # exploitability ($) of each state's profile when last evaluated, and a bound on how far its
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
     # checked + 2·drift is within the target cannot be more exploitable than that, so the
-    # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ)
+    # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ).
+    # Failing that, the sharper bound of :func:`gain_bound` from the per-player gains and the
+    # layer values at the last evaluation (kept per outer iteration while a state refers to them)
     checked = np.full(m, np.inf)
     drift = np.zeros(m)
     skipped = np.zeros(m, dtype=bool)
+    gains_checked = np.full((m, n), np.inf)
+    checked_at = np.full(m, -1)
+    V_at: dict[int, np.ndarray] = {}
     try:
         for outer in range(start_outer, max_outer):
             t0 = time.perf_counter()
@@ -265,29 +287,41 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 solver = solvers[s]
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
-                if not fresh and checked[s] + 2.0 * drift[s] <= target:
-                    skipped[s] = done[s] = True
-                    ticker.tick()
-                    return s, checked[s] + 2.0 * drift[s], 0
+                if not fresh:
+                    bound = checked[s] + 2.0 * drift[s]
+                    if bound > target and checked_at[s] >= 0:
+                        U_then = utilities(solver.hand, {**lower_values, n: V_at[int(checked_at[s])]})
+                        bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
+                    if bound <= target:
+                        skipped[s] = done[s] = True
+                        ticker.tick()
+                        return s, bound, 0
                 if fresh:
                     # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     _warm_from_neighbour(solver, stacks[s], solvers, done)
                     e = np.inf
                 else:
-                    e, _ = solver.exploitability(U, ws=ws)
+                    e, gains = solver.exploitability(U, ws=ws)
+                    gains_checked[s] = gains
                 spent = 0
                 if e > target:
                     if not fresh:
                         prepare_resolve(solver, e, target)
                     e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                             max_iterations=max_iterations)
+                    gains_checked[s] = solver.gains
                 order_probs[s] = solver.order_probs.copy()
                 checked[s], drift[s] = e, 0.0
+                checked_at[s] = outer
                 done[s] = True
                 ticker.tick()
                 return s, e, spent
 
+            V_at[outer] = V
             results = pool.map(work, order)
+            referenced = set(checked_at.tolist())
+            for k in [k for k in V_at if k not in referenced]:
+                del V_at[k]
             spent_total = 0
             updated = 0
             for s, e, spent in results:

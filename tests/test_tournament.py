@@ -139,3 +139,33 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
         np.testing.assert_array_equal(solver.regret_jam, expected)
         assert solver.avg_start == 40 and solver.avg_num is None
 
+
+def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
+    """The skip bound of PI-CFR+: a profile's exploitability under new utilities never exceeds it, and a uniform
+    shift of a player's utilities leaves his gain (and the bound) unchanged."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.tournament import compile_layer, gain_bound, icm_values
+
+    stacks, hands = compile_layer(6, 3, PAYOUTS)
+    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    rng = np.random.default_rng(7)
+    checked = 0
+    for s, hand in enumerate(hands):
+        solver = HandSolver(hand, tiny_tensors)
+        U = utilities(hand, values)
+        solver.iterate(U, 5)
+        sigma = solver.current_strategy()
+        e, gains = solver.exploitability(U, sigma=sigma)
+        P = solver.order_probs.copy()
+        assert P.sum() == pytest.approx(1.0)
+        for _ in range(4):
+            moved = {2: values[2], 3: values[3] + rng.normal(0.0, 0.5, values[3].shape)}
+            U2 = utilities(hand, moved)
+            e2, _ = solver.exploitability(U2, sigma=sigma)
+            assert e2 <= gain_bound(gains, P, U, U2) + 1e-12
+            checked += 1
+        shifted = U + np.array([0.3, -0.2, 0.1])
+        assert gain_bound(gains, P, U, shifted) == pytest.approx(e)
+        assert solver.exploitability(shifted, sigma=sigma)[0] == pytest.approx(e)
+    assert checked == 4 * len(hands)

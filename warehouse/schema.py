@@ -179,8 +179,9 @@ _add(Table(
      _c("target", "DOUBLE", "exploitability the hands were solved to in this outer iteration, $: looser than gamma "
                             "while the values still move (inexact policy iteration), gamma at the end"),
      _c("states_updated", "INTEGER", "states whose hand was above the target and got more CFR+ iterations"),
-     _c("states_skipped", "INTEGER", "states not re-evaluated: exploitability when last checked + 2 × how far their "
-                                     "successor values moved since is within the target"),
+     _c("states_skipped", "INTEGER", "states not re-evaluated because a bound on their exploitability is within the "
+                                     "target: per player, gain when last checked + the largest change of his "
+                                     "utilities since − the change of his expected utility under the profile"),
      _c("cfr_iterations", "BIGINT", "CFR+ iterations spent in this outer iteration, all states"),
      _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
      _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $"),
