@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
     print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
           f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
-    print(f"  solver memory between solves (float64 regrets, predictions, certified profile): "
+    print(f"  solver memory between solves (float32 regrets and predictions, float64 certified profile): "
           f"{mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
 
 

@@ -534,6 +534,15 @@ class Workspace:
         self._bound = (hand, U.copy())
 
 
+REGRET_DTYPE = np.float32
+"""Storage type of the cumulative regrets and predictions, the bulk of a layer solve's memory.
+
+Every update is computed in float64 and rounded once when stored; regret matching only uses
+ratios of the regrets, so the rounding moves a jam probability by about 1e-7, far below any
+exploitability target (values, counterfactual values and the certified profile stay float64).
+Halves the regrets: 45-unit 5-player layer, 134 → 80 KiB per state between solves."""
+
+
 class HandSolver:
     """CFR+ state of one state's hand (regrets, average strategy): small, kept for warm starts.
 
@@ -553,10 +562,10 @@ class HandSolver:
         self.tensors = tensors
         K = len(hand.node_actor)
         self.node_off, self.term_off = layout(hand.node_depth, hand.term_depth)
-        self.regret_jam = np.zeros((K, NC))
-        self.regret_fold = np.zeros((K, NC))
-        self.pred_jam = np.zeros((K, NC))
-        self.pred_fold = np.zeros((K, NC))
+        self.regret_jam = np.zeros((K, NC), REGRET_DTYPE)
+        self.regret_fold = np.zeros((K, NC), REGRET_DTYPE)
+        self.pred_jam = np.zeros((K, NC), REGRET_DTYPE)
+        self.pred_fold = np.zeros((K, NC), REGRET_DTYPE)
         self.avg_num: np.ndarray | None = None  # allocated while a solve averages (see restart_average)
         self.avg_den = 0.0
         self.iterations = 0
@@ -688,8 +697,8 @@ def current_strategy(regret_jam, regret_fold, pred_jam, pred_fold):
     sigma = np.empty((K, NC))
     for h in range(K):
         for c in range(NC):
-            rj = regret_jam[h, c] + pred_jam[h, c]
-            rf = regret_fold[h, c] + pred_fold[h, c]
+            rj = np.float64(regret_jam[h, c]) + np.float64(pred_jam[h, c])
+            rf = np.float64(regret_fold[h, c]) + np.float64(pred_fold[h, c])
             rj = rj if rj > 0.0 else 0.0
             rf = rf if rf > 0.0 else 0.0
             s = rj + rf

@@ -136,7 +136,7 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
         before = solver.regret_jam.copy()
         assert prepare_resolve(solver, e, 1e-3) is rescaled
         expected = before * (tournament.RESTART_WEIGHT / 40) if rescaled else before
-        np.testing.assert_array_equal(solver.regret_jam, expected)
+        np.testing.assert_allclose(solver.regret_jam, expected, rtol=1e-6)
         assert solver.avg_start == 40 and solver.avg_num is None
 
 
