@@ -195,11 +195,7 @@ def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U
     shift together (most of an outer iteration's ΔV) this is far tighter than 2·max |ΔU|.
     """
     dU = U_now - U_then  # (terminals, orders, players)
-    worst = -np.inf
-    for k in range(dU.shape[2]):
-        d = dU[:, :, k]
-        worst = max(worst, float(gains[k] + d.max() - (order_probs * d).sum()))
-    return worst
+    return float((gains + dU.max(axis=(0, 1)) - np.einsum("to,top->p", order_probs, dU)).max())
 
 
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
@@ -259,16 +255,15 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
     successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
     order = heaviest_first(hands)
-    # exploitability ($) of each state's profile when last evaluated, and a bound on how far its
+    # per-player gains ($) of each state's profile when last evaluated, and a bound on how far its
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
-    # checked + 2·drift is within the target cannot be more exploitable than that, so the
+    # max gain + 2·drift is within the target cannot be more exploitable than that, so the
     # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ).
     # Failing that, the sharper bound of :func:`gain_bound` from the per-player gains and the
     # layer values at the last evaluation (kept per outer iteration while a state refers to them)
-    checked = np.full(m, np.inf)
+    gains_checked = np.full((m, n), np.inf)
     drift = np.zeros(m)
     skipped = np.zeros(m, dtype=bool)
-    gains_checked = np.full((m, n), np.inf)
     checked_at = np.full(m, -1)
     V_at: dict[int, np.ndarray] = {}
     try:
@@ -288,7 +283,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
                 if not fresh:
-                    bound = checked[s] + 2.0 * drift[s]
+                    bound = gains_checked[s].max() + 2.0 * drift[s]
                     if bound > target and checked_at[s] >= 0:
                         U_then = utilities(solver.hand, {**lower_values, n: V_at[int(checked_at[s])]})
                         bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
@@ -311,7 +306,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                                             max_iterations=max_iterations)
                     gains_checked[s] = solver.gains
                 order_probs[s] = solver.order_probs.copy()
-                checked[s], drift[s] = e, 0.0
+                drift[s] = 0.0
                 checked_at[s] = outer
                 done[s] = True
                 ticker.tick()
