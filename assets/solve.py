@@ -145,7 +145,8 @@ def _layer_asset(n: int, previous):
             if event["event"] == "outer":
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: "
                                  f"target {event['target']:.1e} $, {event['states_updated']} states updated, "
-                                 f"{event['states_skipped']} skipped, {event['cfr_iterations']} CFR+ iterations, "
+                                 f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
+                                 f"{event['cfr_iterations']} CFR+ iterations, "
                                  f"max |ΔV| {event['max_delta_v']:.2e} $, max exploitability "
                                  f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
             elif event["event"] == "states":

@@ -9,6 +9,13 @@ layer or of smaller ones, so layers are solved 2, 3, …, players. Within a laye
 3. (b) policy evaluation: solve the linear system of the layer's Markov chain for V exactly;
 4. stop when, after (b), no state needs (a).
 
+Most of a late outer iteration is spent confirming that states are still within target. A state is
+skipped when a rigorous bound on its exploitability (:func:`gain_bound`) is within target; while
+the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
+exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later check. The layer
+only stops after an outer iteration without screening updates no state, so the result is as
+certified as without it.
+
 Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time) and, with a
 checkpoint folder, saved atomically, so an interrupted solve resumes from its last completed
 outer iteration (a finished layer is never recomputed).
@@ -198,6 +205,14 @@ def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U
     return float((gains + dU.max(axis=(0, 1)) - np.einsum("to,top->p", order_probs, dU)).max())
 
 
+SCREEN_FRACTION = 0.1
+"""In a screening outer iteration (see :func:`solve_layer`) a state whose rigorous bound fails is
+still not re-checked while gain_then + SCREEN_FRACTION · (bound − gain_then) is within the target.
+Measured on the 25-unit 3-player game: a state's exploitability rose by a median 0 and a 99th
+percentile 9 % of what :func:`gain_bound` allowed, so exact checks (a full hand pass each, most of
+the time of an outer iteration that updates few states) mostly confirm what was known."""
+
+
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
     """State indices by decreasing cost of a hand pass (169² entries per depth-2 node, 169 per other node).
 
@@ -264,6 +279,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     gains_checked = np.full((m, n), np.inf)
     drift = np.zeros(m)
     skipped = np.zeros(m, dtype=bool)
+    screened = np.zeros(m, dtype=bool)
     checked_at = np.full(m, -1)
     V_at: dict[int, np.ndarray] = {}
     try:
@@ -273,9 +289,15 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
 
             done = np.zeros(m, dtype=bool)
             skipped[:] = False
+            screened[:] = False
             ticker = _Ticker(progress, n, outer + 1, m)
 
             target = _inner_target(gamma, log, loose)
+            # Screening skips states that are probably within target; only an outer iteration without
+            # it (every state checked exactly or by a rigorous bound) can end the layer, so one follows
+            # each screened outer iteration at gamma that updated no state.
+            screen = loose and not (target <= gamma and log and log[-1]["target"] <= gamma
+                                    and log[-1]["states_updated"] == 0)
 
             def work(s: int) -> tuple[int, float, int]:
                 ws = pool.workspace()
@@ -289,6 +311,11 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                         bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
                     if bound <= target:
                         skipped[s] = done[s] = True
+                        ticker.tick()
+                        return s, bound, 0
+                    then = gains_checked[s].max()
+                    if screen and then + SCREEN_FRACTION * (bound - then) <= target:
+                        skipped[s] = screened[s] = done[s] = True
                         ticker.tick()
                         return s, bound, 0
                 if fresh:
@@ -331,7 +358,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     drift[s_] += moved[succ].max()
             V = V_new
             entry = {"players": n, "outer_iteration": outer + 1, "target": target, "states_updated": int(updated),
-                     "states_skipped": int(skipped.sum()),
+                     "states_skipped": int(skipped.sum() - screened.sum()), "states_screened": int(screened.sum()),
                      "cfr_iterations": int(spent_total), "max_delta_v": delta,
                      "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
             log.append(entry)
@@ -339,7 +366,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 progress({"event": "outer", **entry})
             if checkpoint is not None:
                 _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
-            if updated == 0 and target <= gamma:
+            if updated == 0 and target <= gamma and not screen:
                 break
         # states skipped in the last outer iteration carry a bound: measure them exactly
         values = {**lower_values, n: V}
@@ -370,6 +397,10 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
     return solved
 
 
+LOG_KEYS = ("players", "outer_iteration", "target", "states_updated", "states_skipped", "states_screened",
+            "cfr_iterations", "max_delta_v", "max_exploitability", "wall_s")
+"""Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order."""
+
 _SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
 """Per-state arrays a checkpoint keeps. Outer iterations end with every solve finished, and a
 finished solve keeps its certified profile (``solution``), not an average."""
@@ -386,8 +417,8 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
     tmp = path.with_suffix(".tmp.npz")
     sizes = np.array([len(s.hand.node_actor) for s in solvers], dtype=np.int64)
     small = {"V": V, "outer": np.array(outer), "sizes": sizes,
-             "log": np.array([list(e.values()) for e in log], dtype=np.float64).reshape(len(log), -1),
-             "log_keys": np.array(list(log[0].keys()) if log else []),
+             "log": np.array([[e[k] for k in LOG_KEYS] for e in log], dtype=np.float64).reshape(len(log), -1),
+             "log_keys": np.array(LOG_KEYS),
              "iterations": np.array([s.iterations for s in solvers]),
              "has_solution": np.array([s.solution is not None for s in solvers])}
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
@@ -425,6 +456,9 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         if has_solution[i]:
             s.solution = solution[offsets[i]:offsets[i + 1]].copy()
     keys = [str(k) for k in data["log_keys"]]
-    counts = ("players", "outer_iteration", "states_updated", "states_skipped", "cfr_iterations")
-    log = [{k: (int(v) if k in counts else float(v)) for k, v in zip(keys, row)} for row in data["log"]]
+    counts = ("players", "outer_iteration", "states_updated", "states_skipped", "states_screened", "cfr_iterations")
+    log = []
+    for row in data["log"]:
+        saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
+        log.append({k: (int if k in counts else float)(saved.get(k, 0)) for k in LOG_KEYS})
     return data["V"], log, int(data["outer"])

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
-from engine.cfr import HandSolver, SolverTensors
+from engine.cfr import HandSolver, SolverTensors, Workspace
 from engine.equity_models import finishing_matrices, payoffs
 from engine.game_tree import compile_hand, utilities
 from engine.hand import hand_tree
@@ -362,3 +362,23 @@ def test_a_finished_solve_keeps_its_certified_profile_and_frees_the_average(tens
     assert worst == pytest.approx(e, abs=1e-15)
     e2, _ = solver.solve(U, 1e-4)
     assert e2 <= 1e-4 and solver.avg_num is None
+
+
+@pytest.mark.parametrize("stacks", [(12, 14, 19), (20, 5, 20)])
+def test_a_solve_leaves_its_certified_profile_evaluated(tensors, stacks):
+    """solve() reports the certified profile's gains and outcome probabilities without a separate pass.
+
+    When an iterate is certified, its own CFR+ evaluation is kept; it must equal a fresh exact
+    evaluation of the same profile (and the brute-force outcome probabilities of the hand).
+    """
+    payouts = (50.0, 30.0, 20.0)
+    tree, hand, solver, ev = make_case(stacks, tensors, payouts)
+    U = utilities(hand, harville_values(sum(stacks), 3, payouts))
+    e, _ = solver.solve(U, 1e-3, ws=Workspace.for_hand(hand))
+    probs = solver.order_probs.copy()
+    fresh = HandSolver(hand, solver.tensors)
+    e_fresh, gains_fresh = fresh.exploitability(U, solver.solution, ws=Workspace.for_hand(hand))
+    assert e == pytest.approx(e_fresh, abs=1e-13) and e <= 1e-3
+    np.testing.assert_allclose(solver.gains, gains_fresh, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(probs, fresh.order_probs, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(probs, ev.order_probs(solver.solution), rtol=RTOL, atol=1e-13)

@@ -17,7 +17,7 @@ def solved(tiny_tensors):
 def test_every_state_within_gamma(solved):
     for n, layer in solved.items():
         assert layer.exploitability.max() <= GAMMA, n
-        assert layer.log[-1]["states_updated"] == 0
+        assert layer.log[-1]["states_updated"] == 0 and layer.log[-1]["states_screened"] == 0
 
 
 def test_reported_exploitability_is_exact_under_the_final_values(solved, tiny_tensors):
@@ -83,7 +83,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         s.solution = rng.random(s.regret_jam.shape) if i % 2 else None
     V = rng.random((len(hands), 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
-            "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
+            "states_screened": 3, "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
     _save_checkpoint(tmp_path / "layer3.npz", V, log, 1, solvers)
     back = [HandSolver(h, tiny_tensors) for h in hands]
     V2, log2, outer = load_checkpoint(tmp_path / "layer3.npz", back)
@@ -169,3 +169,26 @@ def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
         assert gain_bound(gains, P, U, shifted) == pytest.approx(e)
         assert solver.exploitability(shifted, sigma=sigma)[0] == pytest.approx(e)
     assert checked == 4 * len(hands)
+
+
+def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypatch):
+    """Even screening every state whose rigorous bound fails, the layer ends certified.
+
+    With SCREEN_FRACTION = 0 a screening outer iteration re-checks nothing but fresh or
+    out-of-target states, so only the unscreened outer iterations can catch drift; the layer must
+    still end with every state exactly within gamma under the final values.
+    """
+    from engine import tournament
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
+    monkeypatch.setattr(tournament, "SCREEN_FRACTION", 0.0)
+    lower = {2: solved[2].values}
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    assert any(e["states_screened"] for e in layer.log)
+    last = layer.log[-1]
+    assert last["states_screened"] == 0 and last["states_updated"] == 0 and last["target"] <= GAMMA
+    values = {**lower, 3: layer.values}
+    for s, hand in enumerate(layer.hands):
+        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e <= GAMMA + 1e-12, s

@@ -182,9 +182,13 @@ _add(Table(
      _c("states_skipped", "INTEGER", "states not re-evaluated because a bound on their exploitability is within the "
                                      "target: per player, gain when last checked + the largest change of his "
                                      "utilities since − the change of his expected utility under the profile"),
+     _c("states_screened", "INTEGER", "states not re-evaluated in a screening outer iteration because the gain when "
+                                      "last checked + 10 % of the room the bound allows is within the target (a "
+                                      "heuristic; the layer only ends after an outer iteration without screening)"),
      _c("cfr_iterations", "BIGINT", "CFR+ iterations spent in this outer iteration, all states"),
      _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
-     _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $"),
+     _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $ (for a state "
+                                         "not re-evaluated, the bound)"),
      _c("wall_s", "DOUBLE", "seconds")),
     key=("game", "players")))
 
