@@ -192,3 +192,16 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     for s, hand in enumerate(layer.hands):
         e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
         assert e <= GAMMA + 1e-12, s
+
+
+def test_the_target_tightens_by_root_ten_once_a_level_settles():
+    from engine.tournament import SETTLED_FRACTION, _inner_target
+
+    gamma, m = 1e-4, 1000
+    assert _inner_target(gamma, [], True, m) == pytest.approx(100 * gamma)
+    assert _inner_target(gamma, [], False, m) == gamma
+    busy = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m) + 1}
+    settled = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m)}
+    assert _inner_target(gamma, [busy], True, m) == 1e-2
+    assert _inner_target(gamma, [settled], True, m) == pytest.approx(1e-2 / 10 ** 0.5)
+    assert _inner_target(gamma, [{"target": 1.5e-4, "states_updated": 0}], True, m) == gamma  # never below gamma
