@@ -398,11 +398,11 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         size = _size(d)
         f = node_fold[h]
         j = node_jam[h]
-        ns = _support(sigma[h], supp)
         for c in range(NC):
             cf_fold[h, c] = 0.0
             cf_jam[h, c] = 0.0
         if d < 2:
+            ns = _support(sigma[h], supp)
             for p in range(n):
                 for i in range(size):
                     qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]

@@ -264,6 +264,20 @@ def _inner_target(gamma: float, log: list[dict], loose: bool, states: int) -> fl
     return last["target"]
 
 
+def _screens(gamma: float, log: list[dict], loose: bool, target: float) -> bool:
+    """Whether the next outer iteration screens (see :data:`SCREEN_FRACTION`).
+
+    Only an outer iteration without screening (every state checked exactly or by a rigorous
+    bound) can end the layer, so one follows each screened outer iteration at gamma that updated
+    no state.
+    """
+    if not loose:
+        return False
+    settled_at_gamma = target <= gamma and bool(log) and log[-1]["target"] <= gamma \
+        and log[-1]["states_updated"] == 0
+    return not settled_at_gamma
+
+
 def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
                 lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
                 max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
@@ -309,11 +323,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ticker = _Ticker(progress, n, outer + 1, m)
 
             target = _inner_target(gamma, log, loose, m)
-            # Screening skips states that are probably within target; only an outer iteration without
-            # it (every state checked exactly or by a rigorous bound) can end the layer, so one follows
-            # each screened outer iteration at gamma that updated no state.
-            screen = loose and not (target <= gamma and log and log[-1]["target"] <= gamma
-                                    and log[-1]["states_updated"] == 0)
+            screen = _screens(gamma, log, loose, target)
 
             def work(s: int) -> tuple[int, float, int]:
                 ws = pool.workspace()
@@ -321,17 +331,14 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
                 if not fresh:
-                    bound = gains_checked[s].max() + 2.0 * drift[s]
+                    then = gains_checked[s].max()
+                    bound = then + 2.0 * drift[s]
                     if bound > target and checked_at[s] >= 0:
                         U_then = utilities(solver.hand, {**lower_values, n: V_at[int(checked_at[s])]})
                         bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
-                    if bound <= target:
-                        skipped[s] = done[s] = True
-                        ticker.tick()
-                        return s, bound, 0
-                    then = gains_checked[s].max()
-                    if screen and then + SCREEN_FRACTION * (bound - then) <= target:
-                        skipped[s] = screened[s] = done[s] = True
+                    rigorous = bound <= target
+                    if rigorous or (screen and then + SCREEN_FRACTION * (bound - then) <= target):
+                        skipped[s], screened[s], done[s] = rigorous, not rigorous, True
                         ticker.tick()
                         return s, bound, 0
                 if fresh:
@@ -374,7 +381,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     drift[s_] += moved[succ].max()
             V = V_new
             entry = {"players": n, "outer_iteration": outer + 1, "target": target, "states_updated": int(updated),
-                     "states_skipped": int(skipped.sum() - screened.sum()), "states_screened": int(screened.sum()),
+                     "states_skipped": int(skipped.sum()), "states_screened": int(screened.sum()),
                      "cfr_iterations": int(spent_total), "max_delta_v": delta,
                      "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
             log.append(entry)
@@ -384,14 +391,14 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
             if updated == 0 and target <= gamma and not screen:
                 break
-        # states skipped in the last outer iteration carry a bound: measure them exactly
+        # states skipped or screened in the last outer iteration carry a bound: measure them exactly
         values = {**lower_values, n: V}
 
         def measure(s: int) -> None:
             solver = solvers[s]
             expl[s], _ = solver.exploitability(utilities(solver.hand, values), ws=pool.workspace())
 
-        pool.map(measure, np.flatnonzero(skipped))
+        pool.map(measure, np.flatnonzero(skipped | screened))
     finally:
         pool.close()
     if progress:
@@ -413,9 +420,10 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
     return solved
 
 
-LOG_KEYS = ("players", "outer_iteration", "target", "states_updated", "states_skipped", "states_screened",
-            "cfr_iterations", "max_delta_v", "max_exploitability", "wall_s")
-"""Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order."""
+LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
+              "states_screened": int, "cfr_iterations": int, "max_delta_v": float, "max_exploitability": float,
+              "wall_s": float}
+"""Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
 
 _SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
 """Per-state arrays a checkpoint keeps. Outer iterations end with every solve finished, and a
@@ -433,8 +441,8 @@ def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, sol
     tmp = path.with_suffix(".tmp.npz")
     sizes = np.array([len(s.hand.node_actor) for s in solvers], dtype=np.int64)
     small = {"V": V, "outer": np.array(outer), "sizes": sizes,
-             "log": np.array([[e[k] for k in LOG_KEYS] for e in log], dtype=np.float64).reshape(len(log), -1),
-             "log_keys": np.array(LOG_KEYS),
+             "log": np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
+             "log_keys": np.array(list(LOG_FIELDS)),
              "iterations": np.array([s.iterations for s in solvers]),
              "has_solution": np.array([s.solution is not None for s in solvers])}
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
@@ -472,9 +480,8 @@ def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, 
         if has_solution[i]:
             s.solution = solution[offsets[i]:offsets[i + 1]].copy()
     keys = [str(k) for k in data["log_keys"]]
-    counts = ("players", "outer_iteration", "states_updated", "states_skipped", "states_screened", "cfr_iterations")
     log = []
     for row in data["log"]:
         saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
-        log.append({k: (int if k in counts else float)(saved.get(k, 0)) for k in LOG_KEYS})
+        log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
     return data["V"], log, int(data["outer"])
