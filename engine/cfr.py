@@ -291,13 +291,14 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
 @nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3c, m3j,
-              node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values, order_probs,
-              J3, J3_ready, Gsig, G_ready, Gvalid, want_orders):
+              node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
+              J3, J3_ready, Gsig, G_ready, Gvalid):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
-    Fills cf_fold / cf_jam (K × 169, joint-probability weighted $), root_values (n, $) and, if
-    ``want_orders``, order_probs (T × 6: probability of each terminal outcome; CFR+ iterations do
-    not need them). R, S, Q, Tbuf, RT are work buffers sized by :func:`layout`.
+    Fills cf_fold / cf_jam (K × 169, joint-probability weighted $) and root_values (n, $). R, S,
+    Q, Tbuf, RT are work buffers sized by :func:`layout`; the reaches R and RT and the jam chances
+    Gbuf are left as computed, so :func:`outcome_probs` can read the profile's terminal outcome
+    probabilities from them afterwards (CFR+ iterations need them only for the certified iterate).
 
     J3[node_off[h] + a·169 + b, c] caches, for a depth-2 node h, the actor's three-way showdown
     value Σ_o P(a, b, c) P(o | a, b, c) U[o, actor] ($ × deal probability); J3_ready marks the
@@ -313,7 +314,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     """
     K = len(node_actor)
     T = len(term_kind)
-    order_probs[:, :] = 0.0
     # terminal values for depth ≤ 2: they depend on U only, so they are kept while U is (J3_ready[-1])
     if J3_ready[-1] == 0:
         for t in range(T):
@@ -324,10 +324,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         t = -1 - root
         for p in range(n):
             root_values[p] = Tbuf[p, term_off[t]]
-        order_probs[t, 0] = 1.0 if term_kind[t] == KIND_NONE else 0.0
-        if term_kind[t] == KIND_S2:
-            order_probs[t, 0] = 0.5
-            order_probs[t, 1] = 0.5
         return
     # ---------------- forward: reach and jam chance
     R[node_off[root]] = 1.0
@@ -385,11 +381,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                 for i in range(size):
                     for c in range(NC):
                         RT[jo + i * NC + c] = R[off + i] * sigma[h, c]
-    # ---------------- terminal outcome probabilities (depth ≤ 2)
-    for t in range(T):
-        if want_orders and term_depth[t] <= 2:
-            _terminal_order_probs(t, term_kind[t], term_depth[t], RT, term_off[t], p1, joint2, win2, wr1,
-                                  or3r, or3rr, order_probs)
     # ---------------- backward: values and counterfactual values
     for h in range(K - 1, -1, -1):
         d = node_depth[h]
@@ -466,12 +457,47 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     for c in range(NC):
                         cf_fold[h, c] += rq * joint3[a, b, c]
                         cf_jam[h, c] += r * J3[row, c]
-                    if want_orders:  # Σ_c σ(c) P(a, b, c) P(o | a, b, c) = P(a, b) G[a, b, o]
-                        rj = r * joint2[a, b]
-                        for o in range(6):
-                            order_probs[tj, o] += rj * Gbuf[g + o]
     for p in range(n):
         root_values[p] = Q[p, node_off[root]]
+
+
+@nb.njit(cache=True, nogil=True)
+def outcome_probs(node_depth, node_jam, root, term_kind, term_depth, p1, joint2, win2, wr1, or3r, or3rr,
+                  node_off, term_off, R, RT, Gbuf, order_probs):
+    """order_probs[t, o] = P(the hand ends at terminal t with showdown order o) for the profile
+    :func:`hand_pass` last evaluated in these buffers (its reaches R, RT and jam chances Gbuf).
+
+    A depth-2 node's jam child is a three-way showdown: Σ_c r σ(c) P(a, b, c) P(o | a, b, c) =
+    r P(a, b) G[a, b, o], read from the jam chances the pass kept (valid wherever the reach is
+    positive), so this costs one read of the node's reach and no 169³ work.
+    """
+    order_probs[:, :] = 0.0
+    if root < 0:
+        t = -1 - root
+        if term_kind[t] == KIND_S2:
+            order_probs[t, 0] = 0.5
+            order_probs[t, 1] = 0.5
+        elif term_kind[t] == KIND_NONE:
+            order_probs[t, 0] = 1.0
+        return
+    for t in range(len(term_kind)):
+        if term_depth[t] <= 2:
+            _terminal_order_probs(t, term_kind[t], term_depth[t], RT, term_off[t], p1, joint2, win2, wr1,
+                                  or3r, or3rr, order_probs)
+    for h in range(len(node_depth)):
+        if node_depth[h] != 2:
+            continue
+        tj = -1 - node_jam[h]
+        off = node_off[h]
+        for a in range(NC):
+            for b in range(NC):
+                r = R[off + a * NC + b]
+                if r == 0.0:
+                    continue
+                rj = r * joint2[a, b]
+                g = (off + a * NC + b) * 6
+                for o in range(6):
+                    order_probs[tj, o] += rj * Gbuf[g + o]
 
 
 class Workspace:
@@ -588,23 +614,36 @@ class HandSolver:
 
         Without a workspace the solver uses one of its own (convenient for single states; a
         layer solve passes a per-thread workspace instead). The results are also kept as
-        ``self.root_values``, ``self.cf_fold``, ``self.cf_jam`` and ``self.order_probs``
-        (the latter only filled when ``orders``).
+        ``self.root_values``, ``self.cf_fold``, ``self.cf_jam`` and ``self.order_probs``. The
+        outcome probabilities are computed only when ``orders`` (else None is returned for them).
         """
+        ws = self._workspace(ws)
+        h = self.hand
+        K = len(h.node_actor)
+        ws.bind(h, U, int(self.node_off[-1]) + 1)
+        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
+                  h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
+                  ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
+                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid)
+        self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
+        if not orders:
+            return self.root_values, self.cf_fold, self.cf_jam, None
+        self._outcome_probs(ws)
+        return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
+
+    def _workspace(self, ws: Workspace | None) -> Workspace:
         if ws is None:
             if getattr(self, "_own_ws", None) is None:
                 self._own_ws = Workspace.for_hand(self.hand)
             ws = self._own_ws
-        h = self.hand
-        K, T = len(h.node_actor), len(h.term_kind)
-        ws.bind(h, U, int(self.node_off[-1]) + 1)
-        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
-                  h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
-                  ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values, ws.order_probs,
-                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, orders)
-        self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
-        self.order_probs = ws.order_probs[:T]
-        return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
+        return ws
+
+    def _outcome_probs(self, ws: Workspace) -> None:
+        """``self.order_probs`` of the profile the last :meth:`evaluate` in ``ws`` evaluated."""
+        h, t = self.tensors, self.hand
+        outcome_probs(t.node_depth, t.node_jam, t.root, t.term_kind, t.term_depth, h.p1, h.joint2, h.win2, h.wr1,
+                      h.or3r, h.or3rr, self.node_off, self.term_off, ws.R, ws.RT, ws.G, ws.order_probs)
+        self.order_probs = ws.order_probs[:len(t.term_kind)]
 
     def current_strategy(self) -> np.ndarray:
         return current_strategy(self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold)
@@ -630,8 +669,7 @@ class HandSolver:
         e = np.inf
         for _ in range(iterations):
             sigma = self.current_strategy()
-            # with a target the iterate may become the solution: its outcome probabilities cost ~nothing extra
-            _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws, orders=target is not None)
+            _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws, orders=False)
             if target is not None:
                 gains = exploitability_from_cf(sigma, cf_fold, cf_jam, self.hand.node_actor, self.hand.n_players)
                 e = float(gains.max()) if len(gains) else 0.0
@@ -646,6 +684,7 @@ class HandSolver:
                 self.avg_den += w
             if target is not None and e <= target:
                 self.solution, self.gains = sigma, gains
+                self._outcome_probs(self._workspace(ws))  # the pass's buffers still hold this iterate
                 break
         return e
 
