@@ -425,9 +425,12 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     cf_fold[h, c] += w * qf
                     cf_jam[h, c] += w * qj
         else:
-            # depth 2: the jam child is a three-way showdown (terminal -1 - j, kind J3)
+            # depth 2: the jam child is a three-way showdown (terminal -1 - j, kind J3). The pass
+            # reads this node's values at (a, b) for every player where the creator's actor jams b,
+            # elsewhere only his own (for his counterfactual jam value): the others are skipped.
             tj = -1 - j
             cr = node_creator[h]
+            k_cr = node_actor[cr]
             ncol = _support(sigma[cr], cols)
             for a in range(NC):
                 full = R[node_off[cr] + a] > 0.0
@@ -435,7 +438,10 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     b = bi if full else cols[bi]
                     i = a * NC + b
                     g = (off + i) * 6
+                    jammed = sigma[cr, b] > 0.0
                     for p in range(n):
+                        if not jammed and p != k_cr:
+                            continue
                         qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
                         acc = (1.0 - S[off + i]) * qf
                         for o in range(6):
