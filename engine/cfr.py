@@ -288,6 +288,16 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
     G_ready[h] = 1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _depth2_values(Q, fold_values, S, Gbuf, U, t, p, qoff, foff, count):
+    """Q[p, qoff + i] for i < count at a depth-2 node: fold (1 − S) or see the three-way showdown t."""
+    u0, u1, u2, u3, u4, u5 = U[t, 0, p], U[t, 1, p], U[t, 2, p], U[t, 3, p], U[t, 4, p], U[t, 5, p]
+    for i in range(count):
+        g = (qoff + i) * 6
+        Q[p, qoff + i] = ((1.0 - S[qoff + i]) * fold_values[p, foff + i] + Gbuf[g] * u0 + Gbuf[g + 1] * u1
+                          + Gbuf[g + 2] * u2 + Gbuf[g + 3] * u3 + Gbuf[g + 4] * u4 + Gbuf[g + 5] * u5)
+
+
 @nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3c, m3j,
@@ -432,25 +442,25 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             cr = node_creator[h]
             k_cr = node_actor[cr]
             ncol = _support(sigma[cr], cols)
+            fold_values = Q if f >= 0 else Tbuf
+            foff = node_off[f] if f >= 0 else term_off[-1 - f]
             for a in range(NC):
-                full = R[node_off[cr] + a] > 0.0
-                for bi in range(NC if full else ncol):
-                    b = bi if full else cols[bi]
-                    i = a * NC + b
-                    g = (off + i) * 6
-                    jammed = sigma[cr, b] > 0.0
+                row_a = a * NC
+                creator_reached = R[node_off[cr] + a] > 0.0
+                if creator_reached:  # the creator's actor's value at every b
+                    _depth2_values(Q, fold_values, S, Gbuf, U, tj, k_cr, off + row_a, foff + row_a, NC)
+                for bi in range(ncol):  # every player's value where the creator's actor jams b
+                    i = row_a + cols[bi]
                     for p in range(n):
-                        if not jammed and p != k_cr:
-                            continue
-                        qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
-                        acc = (1.0 - S[off + i]) * qf
-                        for o in range(6):
-                            acc += Gbuf[g + o] * U[tj, o, p]
-                        Q[p, off + i] = acc
+                        if p != k_cr or not creator_reached:
+                            _depth2_values(Q, fold_values, S, Gbuf, U, tj, p, off + i, foff + i, 1)
+                for bi in range(ncol):
+                    b = cols[bi]
+                    i = row_a + b
                     r = R[off + i]
                     if r == 0.0:
                         continue
-                    qf = Q[k, node_off[f] + i] if f >= 0 else Tbuf[k, term_off[-1 - f] + i]
+                    qf = fold_values[k, foff + i]
                     row = off + i
                     if J3_ready[row] == 0:
                         for c in range(NC):
