@@ -19,8 +19,8 @@ the states, nodes, CFR+ iterations and seconds cold and warm and the cost of one
 then projections on the machine's threads: one cold pass over every state of the layer and one
 warm pass over every state. The gs08 3-player layer needed about one cold pass and the
 equivalent of a handful of warm passes (README, Status). Also prints the solver memory per state
-(regrets, predictions and certified profile, float64; the average only lives during a solve) and
-for the layer.
+(regrets, predictions and decision margins in float32, certified profile in float64; the average
+only lives during a solve) and for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
 """
@@ -59,8 +59,9 @@ def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: 
     t0 = time.perf_counter()
     e_warm, it_warm = solver.solve(u_warm, gamma, ws=ws)
     t_warm = time.perf_counter() - t0
+    solver.keep_margins(ws)  # as a layer solve does after certifying (for margin_bound)
     memory = sum(a.nbytes for a in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold,
-                                     solver.solution) if a is not None)
+                                     solver.solution, *solver.margins) if a is not None)
     return {"stacks": stacks, "nodes": len(hand.node_actor), "depth2": int((hand.node_depth == 2).sum()),
             "cold_its": it_cold, "cold_s": t_cold, "cold_e": e_cold, "warm_its": it_warm, "warm_s": t_warm,
             "warm_e": e_warm, "du": float(np.abs(u_warm - u_cold).max()), "bytes": memory}
@@ -143,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
     print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
           f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
-    print(f"  solver memory between solves (float32 regrets and predictions, float64 certified profile): "
-          f"{mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
+    print(f"  solver memory between solves (float32 regrets, predictions and decision margins, float64 certified "
+          f"profile): {mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
 
 
 if __name__ == "__main__":

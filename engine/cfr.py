@@ -478,6 +478,35 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
 
 
 @nb.njit(cache=True, nogil=True)
+def decision_reach(node_depth, p1, joint2, joint3, node_off, R, out):
+    """out[h, c] = P(the hand reaches node h and its actor holds class c) for the profile
+    :func:`hand_pass` last evaluated in these buffers: the weight of class c in h's counterfactual
+    values, Σ_{h_J} P(h_J, c) r_h(h_J). Sums over the pairs with positive reach at depth 2.
+    """
+    for h in range(len(node_depth)):
+        d = node_depth[h]
+        off = node_off[h]
+        for c in range(NC):
+            out[h, c] = 0.0
+        if d == 0:
+            for c in range(NC):
+                out[h, c] = p1[c] * R[off]
+        elif d == 1:
+            for a in range(NC):
+                r = R[off + a]
+                if r != 0.0:
+                    for c in range(NC):
+                        out[h, c] += r * joint2[a, c]
+        else:
+            for a in range(NC):
+                for b in range(NC):
+                    r = R[off + a * NC + b]
+                    if r != 0.0:
+                        for c in range(NC):
+                            out[h, c] += r * joint3[a, b, c]
+
+
+@nb.njit(cache=True, nogil=True)
 def outcome_probs(node_depth, node_jam, root, term_kind, term_depth, p1, joint2, win2, wr1, or3r, or3rr,
                   node_off, term_off, R, RT, Gbuf, order_probs):
     """order_probs[t, o] = P(the hand ends at terminal t with showdown order o) for the profile
@@ -612,6 +641,7 @@ class HandSolver:
         self.avg_start = 0
         self.solution: np.ndarray | None = None  # the profile certified by the last solve
         self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
+        self.margins: tuple[np.ndarray, np.ndarray] | None = None  # see keep_margins
 
     def restart_average(self) -> None:
         """Keep the regrets (the warm start) but average only the iterates from now on.
@@ -660,6 +690,21 @@ class HandSolver:
         outcome_probs(t.node_depth, t.node_jam, t.root, t.term_kind, t.term_depth, h.p1, h.joint2, h.win2, h.wr1,
                       h.or3r, h.or3rr, self.node_off, self.term_off, ws.R, ws.RT, ws.G, ws.order_probs)
         self.order_probs = ws.order_probs[:len(t.term_kind)]
+
+    def keep_margins(self, ws: Workspace | None = None) -> None:
+        """Keep, for the profile the last :meth:`evaluate` in ``ws`` evaluated (the certified one),
+        every decision's jam advantage cf_jam − cf_fold ($) and reach mass (probability), K × 169.
+
+        With them :func:`engine.tournament.margin_bound` bounds the profile's exploitability under
+        other successor values without a pass. Stored as float32 (the bound allows for the rounding):
+        45-unit 5-player layer, 32 KiB per state.
+        """
+        ws = self._workspace(ws)
+        K = len(self.hand.node_actor)
+        t = self.tensors
+        mass = np.empty((K, NC))
+        decision_reach(self.hand.node_depth, t.p1, t.joint2, t.joint3, self.node_off, ws.R, mass)
+        self.margins = ((ws.cf_jam[:K] - ws.cf_fold[:K]).astype(np.float32), mass.astype(np.float32))
 
     def current_strategy(self) -> np.ndarray:
         return current_strategy(self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold)

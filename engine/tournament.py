@@ -211,6 +211,32 @@ def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U
     return float((gains + dU.max(axis=(0, 1)) - np.einsum("to,top->p", order_probs, dU)).max())
 
 
+def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], node_actor: np.ndarray,
+                 term_orders: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:
+    """Upper bound ($) on a profile's exploitability under ``U_now`` from its decisions' margins under ``U_then``.
+
+    Player k's gain is Σ over his nodes h and classes c of f(d) = (1 − σ)·[d]⁺ + σ·[−d]⁺, with d
+    the jam advantage cf_jam − cf_fold ($, :meth:`engine.cfr.HandSolver.keep_margins`). Both
+    counterfactual values are the decision's reach mass m times an expected payoff, and each
+    expected payoff moves by a value between min ΔU_k and max ΔU_k over the outcomes, so d moves by
+    at most m · (max ΔU_k − min ΔU_k); f is convex, so largest at an end of that interval.
+    Decisions far from indifference add nothing, so this is much tighter than :func:`gain_bound`
+    when only a few classes are close calls (10–50× on 25-unit hands for small changes). The
+    stored float32 margins are widened by their rounding (2⁻²⁰ relative, well above float32's 2⁻²⁴).
+    """
+    used = np.arange(U_now.shape[1])[None, :] < term_orders[:, None]  # (terminals, orders) that occur
+    dU = (U_now - U_then)[used]  # (outcomes, players)
+    if not len(dU):
+        return 0.0
+    spread = dU.max(axis=0) - dU.min(axis=0)
+    advantage = margins[0].astype(np.float64)
+    room = spread[node_actor][:, None] * margins[1] * (1.0 + 2.0 ** -20) + np.abs(advantage) * 2.0 ** -20
+    worst = np.zeros_like(advantage)
+    for d in (advantage - room, advantage + room):
+        worst = np.maximum(worst, (1.0 - sigma) * np.maximum(d, 0.0) + sigma * np.maximum(-d, 0.0))
+    return float(np.bincount(node_actor, weights=worst.sum(axis=1), minlength=U_now.shape[2]).max())
+
+
 SCREEN_FRACTION = 0.1
 """In a screening outer iteration (see :func:`solve_layer`) a state whose rigorous bound fails is
 still not re-checked while gain_then + SCREEN_FRACTION · (bound − gain_then) is within the target.
@@ -336,6 +362,9 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     if bound > target and checked_at[s] >= 0:
                         U_then = utilities(solver.hand, {**lower_values, n: V_at[int(checked_at[s])]})
                         bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
+                        if bound > target and solver.margins is not None:
+                            bound = min(bound, margin_bound(solver.strategy(), solver.margins,
+                                                            solver.hand.node_actor, solver.hand.term_orders, U_then, U))
                     rigorous = bound <= target
                     if rigorous or (screen and then + SCREEN_FRACTION * (bound - then) <= target):
                         skipped[s], screened[s], done[s] = rigorous, not rigorous, True
@@ -355,6 +384,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                             max_iterations=max_iterations)
                     gains_checked[s] = solver.gains
+                solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 order_probs[s] = solver.order_probs.copy()
                 drift[s] = 0.0
                 checked_at[s] = outer

@@ -382,3 +382,24 @@ def test_a_solve_leaves_its_certified_profile_evaluated(tensors, stacks):
     np.testing.assert_allclose(solver.gains, gains_fresh, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(probs, fresh.order_probs, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(probs, ev.order_probs(solver.solution), rtol=RTOL, atol=1e-13)
+
+
+@pytest.mark.parametrize("stacks", [(10, 15, 20), (20, 23, 2), (10, 12, 11, 12), (9, 9, 9, 9, 9)])
+def test_kept_margins_are_advantages_and_reach_masses(tensors, stacks):
+    """keep_margins: cf_jam − cf_fold of the evaluated profile, and each decision's reach mass — what
+    path enumeration gives as counterfactual values when every outcome pays 1 $."""
+    tree, hand, solver, ev = make_case(stacks, tensors)
+    rng = np.random.default_rng(len(stacks) * 100 + stacks[0])
+    sigma = sparse_profile(rng, ev.K, zero_rows=False)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+    solver.evaluate(sigma, U, ws)
+    solver.keep_margins(ws)
+    advantage, mass = solver.margins
+    ref = ev.evaluate(sigma, U)
+    np.testing.assert_allclose(advantage, ref["cf_jam"] - ref["cf_fold"], rtol=1e-6, atol=1e-6 * np.nanmax(U))
+    ones = np.where(np.isnan(U), np.nan, 1.0)
+    reach = ev.evaluate(sigma, ones)
+    np.testing.assert_allclose(mass, reach["cf_fold"], rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(mass, reach["cf_jam"], rtol=1e-6, atol=1e-12)
+    assert mass.max() > 0

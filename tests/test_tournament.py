@@ -171,6 +171,43 @@ def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
     assert checked == 4 * len(hands)
 
 
+def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tensors):
+    """The margin bound of PI-CFR+ (decision margins kept from the certified evaluation): never below
+    the exploitability under new utilities, and for small changes far below :func:`gain_bound`; a
+    uniform shift of every player's utilities leaves it at the gain then."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.tournament import compile_layer, gain_bound, icm_values, margin_bound
+
+    stacks, hands = compile_layer(6, 3, PAYOUTS)
+    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    rng = np.random.default_rng(11)
+    tighter = checked = 0
+    for hand in hands:
+        solver = HandSolver(hand, tiny_tensors)
+        U = utilities(hand, values)
+        solver.solve(U, 1e-4)
+        solver.keep_margins()  # the solve left its certified profile evaluated
+        sigma = solver.strategy()
+        e, gains = solver.exploitability(U)
+        P = solver.order_probs.copy()
+        assert margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, U) == pytest.approx(e)
+        shifted = U + np.array([0.3, -0.2, 0.1])
+        assert margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, shifted) \
+            == pytest.approx(e)
+        for scale in (1e-3, 1e-2, 0.5):
+            moved = {2: values[2], 3: values[3] + rng.normal(0.0, scale, values[3].shape)}
+            U2 = utilities(hand, moved)
+            e2, _ = solver.exploitability(U2, sigma=sigma)
+            bound = margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, U2)
+            assert e2 <= bound + 1e-12
+            checked += 1
+            if scale < 0.1 and hand.node_actor.size:
+                tighter += bound < 0.5 * gain_bound(gains, P, U, U2)
+    assert checked == 3 * len(hands)
+    assert tighter >= len([h for h in hands if h.node_actor.size])  # most small changes: at least half of them
+
+
 def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypatch):
     """Even screening every state whose rigorous bound fails, the layer ends certified.
 
