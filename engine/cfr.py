@@ -686,10 +686,11 @@ class HandSolver:
 
     def _outcome_probs(self, ws: Workspace) -> None:
         """``self.order_probs`` of the profile the last :meth:`evaluate` in ``ws`` evaluated."""
-        h, t = self.tensors, self.hand
-        outcome_probs(t.node_depth, t.node_jam, t.root, t.term_kind, t.term_depth, h.p1, h.joint2, h.win2, h.wr1,
-                      h.or3r, h.or3rr, self.node_off, self.term_off, ws.R, ws.RT, ws.G, ws.order_probs)
-        self.order_probs = ws.order_probs[:len(t.term_kind)]
+        hand, tn = self.hand, self.tensors
+        outcome_probs(hand.node_depth, hand.node_jam, hand.root, hand.term_kind, hand.term_depth, tn.p1, tn.joint2,
+                      tn.win2, tn.wr1, tn.or3r, tn.or3rr, self.node_off, self.term_off, ws.R, ws.RT, ws.G,
+                      ws.order_probs)
+        self.order_probs = ws.order_probs[:len(hand.term_kind)]
 
     def keep_margins(self, ws: Workspace | None = None) -> None:
         """Keep, for the profile the last :meth:`evaluate` in ``ws`` evaluated (the certified one),

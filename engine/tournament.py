@@ -366,7 +366,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                             bound = min(bound, margin_bound(solver.strategy(), solver.margins,
                                                             solver.hand.node_actor, solver.hand.term_orders, U_then, U))
                     rigorous = bound <= target
-                    if rigorous or (screen and then + SCREEN_FRACTION * (bound - then) <= target):
+                    if rigorous or (screen and np.isfinite(then) and then + SCREEN_FRACTION * (bound - then) <= target):
                         skipped[s], screened[s], done[s] = rigorous, not rigorous, True
                         ticker.tick()
                         return s, bound, 0
