@@ -450,13 +450,11 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                 if creator_reached:  # the creator's actor's value at every b
                     _depth2_values(Q, fold_values, S, Gbuf, U, tj, k_cr, off + row_a, foff + row_a, NC)
                 for bi in range(ncol):  # every player's value where the creator's actor jams b
-                    i = row_a + cols[bi]
+                    b = cols[bi]
+                    i = row_a + b
                     for p in range(n):
                         if p != k_cr or not creator_reached:
                             _depth2_values(Q, fold_values, S, Gbuf, U, tj, p, off + i, foff + i, 1)
-                for bi in range(ncol):
-                    b = cols[bi]
-                    i = row_a + b
                     r = R[off + i]
                     if r == 0.0:
                         continue
