@@ -62,15 +62,37 @@ class SolverTensors:
         self.or3rr = np.ascontiguousarray(np.moveaxis(t.order3_vs_two_random, 0, -1))  # [a, o]
         self.joint3 = np.ascontiguousarray(t.joint3)
         order3 = np.moveaxis(t.order3, 0, -1)  # [a, b, c, o]
-        self.m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
+        m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
         self.m3j = np.ascontiguousarray(t.joint3[..., None] * order3)  # P(a, b, c) P(o | a, b, c)
-        if not _swap_symmetric(self.m3c, SWAP_FIRST_TWO):
+        if not (_swap_symmetric(m3c, SWAP_FIRST_TWO) and _swap_symmetric(self.m3j, SWAP_FIRST_TWO)):
             raise ValueError("three-way showdown tensors must be symmetric under swapping the first two hands "
                              "(build them with engine.showdown.showdown_tensors)")
+        self.m3p = pack_pairs(m3c)  # [c, pair(a <= b), o], 116 MB
+        del m3c
 
     def args(self) -> tuple:
         return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
-                self.joint3, self.m3c, self.m3j)
+                self.joint3, self.m3p, self.m3j)
+
+
+NPAIRS = NC * (NC + 1) // 2
+"""Unordered class pairs a <= b, numbered a-major: pair(a, b) = a·169 − a(a − 1)/2 + (b − a)."""
+
+
+def pack_pairs(m3c: np.ndarray) -> np.ndarray:
+    """The three-way chance tensor m3c[a, b, c, o] for pairs a <= b only, class-major: out[c, pair(a, b), o].
+
+    The depth-2 jam chances sum over the third class c for many pairs at once; with c outermost,
+    one class's contribution to every pair is one contiguous 690 KB block, read front to back,
+    instead of 48 bytes scattered at 8 KB strides. Pairs b < a follow by :data:`SWAP_FIRST_TWO`.
+    """
+    out = np.empty((NC, NPAIRS, 6))
+    p = 0
+    for a in range(NC):
+        n = NC - a
+        out[:, p:p + n, :] = m3c[a, a:].transpose(1, 0, 2)
+        p += n
+    return out
 
 
 @nb.njit(cache=True)
@@ -192,24 +214,77 @@ def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3r
                         out[t, o] += w * or3r[a, b, o]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _pair_sum(m3c, a, b, classes, weights, count):
-    """Σ_i weights[i] · m3c[a, b, classes[i], o] for the 6 orders o."""
-    g0 = g1 = g2 = g3 = g4 = g5 = 0.0
-    for i in range(count):
-        c = classes[i]
-        w = weights[i]
-        g0 += w * m3c[a, b, c, 0]
-        g1 += w * m3c[a, b, c, 1]
-        g2 += w * m3c[a, b, c, 2]
-        g3 += w * m3c[a, b, c, 3]
-        g4 += w * m3c[a, b, c, 4]
-        g5 += w * m3c[a, b, c, 5]
-    return g0, g1, g2, g3, g4, g5
+PAIR_BLOCK = 256
+"""Pairs summed together by :func:`_sum_pairs`: their 6-order sums (12 KB) stay in L1 across classes."""
+
+CLASS_GROUP = 8
+"""Classes added to a pair's sums while they sit in registers (:func:`_sum_pairs`)."""
 
 
 @nb.njit(cache=True, nogil=True)
-def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed, delta, need, valid):
+def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
+    """acc[j, o] = Σ_i weights[i] · m3p[classes[i], pairs[j], o] for j < count.
+
+    Class-major in blocks of pairs: each class streams its stretch of the packed tensor once per
+    block (pairs are listed in increasing order) while the block's sums stay in L1, and a pair's
+    sums stay in registers over a group of classes. Each pair's sum is formed from 0 over i in
+    the given order, exactly as a per-pair loop would.
+    """
+    for j0 in range(0, count, PAIR_BLOCK):
+        j1 = min(j0 + PAIR_BLOCK, count)
+        for j in range(j0, j1):
+            for o in range(6):
+                acc[j, o] = 0.0
+        for i0 in range(0, nw, CLASS_GROUP):
+            i1 = min(i0 + CLASS_GROUP, nw)
+            for j in range(j0, j1):
+                q = pairs[j]
+                g0, g1, g2, g3, g4, g5 = acc[j, 0], acc[j, 1], acc[j, 2], acc[j, 3], acc[j, 4], acc[j, 5]
+                for i in range(i0, i1):
+                    c = classes[i]
+                    w = weights[i]
+                    g0 += w * m3p[c, q, 0]
+                    g1 += w * m3p[c, q, 1]
+                    g2 += w * m3p[c, q, 2]
+                    g3 += w * m3p[c, q, 3]
+                    g4 += w * m3p[c, q, 4]
+                    g5 += w * m3p[c, q, 5]
+                acc[j, 0], acc[j, 1], acc[j, 2], acc[j, 3], acc[j, 4], acc[j, 5] = g0, g1, g2, g3, g4, g5
+
+
+@nb.njit(cache=True, nogil=True)
+def _store_pairs(Gbuf, off, pairs, pa, pb, count, acc, add):
+    """G[a, b] = acc (plus the old G when ``add``) for the listed pairs, and the mirrored G[b, a]."""
+    for j in range(count):
+        a = pa[j]
+        b = pb[j]
+        g = (off + a * NC + b) * 6
+        g0, g1, g2, g3, g4, g5 = acc[j, 0], acc[j, 1], acc[j, 2], acc[j, 3], acc[j, 4], acc[j, 5]
+        if add:
+            g0 += Gbuf[g]
+            g1 += Gbuf[g + 1]
+            g2 += Gbuf[g + 2]
+            g3 += Gbuf[g + 3]
+            g4 += Gbuf[g + 4]
+            g5 += Gbuf[g + 5]
+        Gbuf[g] = g0
+        Gbuf[g + 1] = g1
+        Gbuf[g + 2] = g2
+        Gbuf[g + 3] = g3
+        Gbuf[g + 4] = g4
+        Gbuf[g + 5] = g5
+        if b != a:  # the mirrored pair: orders permuted (SWAP_FIRST_TWO)
+            g = (off + b * NC + a) * 6
+            Gbuf[g + 2] = g0
+            Gbuf[g + 3] = g1
+            Gbuf[g] = g2
+            Gbuf[g + 1] = g3
+            Gbuf[g + 5] = g4
+            Gbuf[g + 4] = g5
+
+
+@nb.njit(cache=True, nogil=True)
+def _three_way_chances(sig, ns, supp, m3p, Gbuf, off, gsig, G_ready, h, changed, delta, need, valid, pairs, acc):
     """Bring G of the depth-2 node h up to date with ``sig`` on the jammer pairs the pass reads.
 
     G[a, b, o] = Σ_c σ(c) P(c | a, b) P(o | a, b, c). The pass reads G at (a, b) only when the
@@ -224,10 +299,11 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
     the change touches more classes than the new support, are summed from scratch over the
     support (169² · |support| · 6 multiply-adds at most).
 
-    Only pairs a ≤ b are summed: swapping the two jammers permutes the showdown orders,
+    Only pairs a <= b are summed, from the packed class-major tensor m3p[c, pair(a, b), o]
+    (:func:`pack_pairs`): swapping the two jammers permutes the showdown orders,
     m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]] (the tensors are built from one row per
     class multiset), so G[b, a] is G[a, b] permuted — the same sums, to the last bit, for half
-    the reads of the 232 MB tensor.
+    the reads. ``pairs`` (3 × NPAIRS ints) and ``acc`` (NPAIRS × 6) are work buffers.
     """
     nd = 0
     incremental = G_ready[h] == 1
@@ -248,44 +324,51 @@ def _three_way_chances(sig, ns, supp, m3c, Gbuf, off, gsig, G_ready, h, changed,
                     break
             if not fresh:
                 return
-    weights = np.empty(ns)
-    for i in range(ns):
-        weights[i] = sig[supp[i]]
+    # the needed pairs, split into those updated by the change and those summed from scratch
+    n_inc = 0
+    n_new = 0
+    q = 0
     for a in range(NC):
         for b in range(a, NC):
-            if not (need[a] or need[b]):
-                continue
-            g = (off + a * NC + b) * 6
-            if incremental and (valid[a] or valid[b]):
-                if nd == 0:
-                    continue
-                g0, g1, g2, g3, g4, g5 = _pair_sum(m3c, a, b, changed, delta, nd)
-                g0 += Gbuf[g]
-                g1 += Gbuf[g + 1]
-                g2 += Gbuf[g + 2]
-                g3 += Gbuf[g + 3]
-                g4 += Gbuf[g + 4]
-                g5 += Gbuf[g + 5]
-            else:
-                g0, g1, g2, g3, g4, g5 = _pair_sum(m3c, a, b, supp, weights, ns)
-            Gbuf[g] = g0
-            Gbuf[g + 1] = g1
-            Gbuf[g + 2] = g2
-            Gbuf[g + 3] = g3
-            Gbuf[g + 4] = g4
-            Gbuf[g + 5] = g5
-            if b != a:  # the mirrored pair: orders permuted (SWAP_FIRST_TWO)
-                g = (off + b * NC + a) * 6
-                Gbuf[g + 2] = g0
-                Gbuf[g + 3] = g1
-                Gbuf[g] = g2
-                Gbuf[g + 1] = g3
-                Gbuf[g + 5] = g4
-                Gbuf[g + 4] = g5
+            if need[a] or need[b]:
+                if incremental and (valid[a] or valid[b]):
+                    if nd > 0:
+                        pairs[0, n_inc] = q
+                        n_inc += 1
+                else:
+                    n_new += 1
+                    pairs[0, NPAIRS - n_new] = q
+            q += 1
+    if n_inc > 0:
+        _sum_pairs(m3p, pairs[0], n_inc, changed, delta, nd, acc)
+        _fill_ab(pairs[0], n_inc, pairs[1], pairs[2])
+        _store_pairs(Gbuf, off, pairs[0], pairs[1], pairs[2], n_inc, acc, True)
+    if n_new > 0:
+        new = pairs[0, NPAIRS - n_new:][::-1].copy()
+        weights = np.empty(ns)
+        for i in range(ns):
+            weights[i] = sig[supp[i]]
+        _sum_pairs(m3p, new, n_new, supp, weights, ns, acc)
+        _fill_ab(new, n_new, pairs[1], pairs[2])
+        _store_pairs(Gbuf, off, new, pairs[1], pairs[2], n_new, acc, False)
     for c in range(NC):
         gsig[c] = sig[c]
         valid[c] = need[c]
     G_ready[h] = 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _fill_ab(pairs, count, pa, pb):
+    """The classes (a, b) of the listed pair numbers (increasing)."""
+    a = 0
+    first = 0  # pair(a, a)
+    for j in range(count):
+        q = pairs[j]
+        while q >= first + NC - a:
+            first += NC - a
+            a += 1
+        pa[j] = a
+        pb[j] = a + q - first
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -299,8 +382,30 @@ def _depth2_values(Q, fold_values, S, Gbuf, U, t, p, qoff, foff, count):
 
 
 @nb.njit(cache=True, nogil=True)
+def _fill_showdown_values(J3, J3_ready, m3j, U, t, k, a, b, row, mirror):
+    """J3[row, c] = Σ_o m3j[a, b, c, o] U[t, o, k] for every c, and the mirrored pair's row too.
+
+    Swapping the first two jammers permutes the orders, m3j[b, a, c, o] = m3j[a, b, c,
+    SWAP_FIRST_TWO[o]] (checked when the tensors are built), so the 6 numbers read for (a, b)
+    also give (b, a)'s row, summed over o in the same order as its own fill would: the same
+    values, to the last bit, for half the reads of the 232 MB tensor when both rows are needed.
+    """
+    u0, u1, u2, u3, u4, u5 = U[t, 0, k], U[t, 1, k], U[t, 2, k], U[t, 3, k], U[t, 4, k], U[t, 5, k]
+    both = mirror != row and J3_ready[mirror] == 0
+    for c in range(NC):
+        x0, x1, x2, x3, x4, x5 = m3j[a, b, c, 0], m3j[a, b, c, 1], m3j[a, b, c, 2], m3j[a, b, c, 3], \
+            m3j[a, b, c, 4], m3j[a, b, c, 5]
+        J3[row, c] = 0.0 + x0 * u0 + x1 * u1 + x2 * u2 + x3 * u3 + x4 * u4 + x5 * u5
+        if both:
+            J3[mirror, c] = 0.0 + x2 * u0 + x3 * u1 + x0 * u2 + x1 * u3 + x5 * u4 + x4 * u5
+    J3_ready[row] = 1
+    if both:
+        J3_ready[mirror] = 1
+
+
+@nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
-              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3c, m3j,
+              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
               J3, J3_ready, Gsig, G_ready, Gvalid):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
@@ -342,6 +447,8 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     changed = np.empty(NC, np.int64)
     delta = np.empty(NC)
     need = np.empty(NC, np.bool_)
+    pairs = np.empty((3, NPAIRS), np.int64)
+    acc = np.empty((NPAIRS, 6))
     for h in range(K):
         d = node_depth[h]
         off = node_off[h]
@@ -362,8 +469,8 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             cr = node_creator[h]
             for a in range(NC):
                 need[a] = R[node_off[cr] + a] > 0.0 or sigma[cr, a] > 0.0
-            _three_way_chances(sigma[h], ns, supp, m3c, Gbuf, off, Gsig[h], G_ready, h, changed, delta, need,
-                               Gvalid[h])
+            _three_way_chances(sigma[h], ns, supp, m3p, Gbuf, off, Gsig[h], G_ready, h, changed, delta, need,
+                               Gvalid[h], pairs, acc)
             for i in range(NC * NC):
                 g = (off + i) * 6
                 S[off + i] = Gbuf[g] + Gbuf[g + 1] + Gbuf[g + 2] + Gbuf[g + 3] + Gbuf[g + 4] + Gbuf[g + 5]
@@ -461,12 +568,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     qf = fold_values[k, foff + i]
                     row = off + i
                     if J3_ready[row] == 0:
-                        for c in range(NC):
-                            v = 0.0
-                            for o in range(6):
-                                v += m3j[a, b, c, o] * U[tj, o, k]
-                            J3[row, c] = v
-                        J3_ready[row] = 1
+                        _fill_showdown_values(J3, J3_ready, m3j, U, tj, k, a, b, row, off + b * NC + a)
                     rq = r * qf
                     for c in range(NC):
                         cf_fold[h, c] += rq * joint3[a, b, c]

@@ -13,6 +13,7 @@ so any consistent tables do; the deal weights (joint class probabilities) are ex
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import permutations
 
 import numpy as np
@@ -306,11 +307,30 @@ def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(te
     """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.cfr._three_way_chances):
     that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""
     from engine.cfr import SWAP_FIRST_TWO, _swap_symmetric
-    m3c = tensors[0].m3c
+    sd = tensors[2]
+    m3c = sd.cond3[..., None] * np.moveaxis(sd.order3, 0, -1)
     assert np.array_equal(m3c.transpose(1, 0, 2, 3)[..., SWAP_FIRST_TWO], m3c)
     bad = m3c.copy()
     bad[3, 7, 11, 0] += 1e-12
     assert _swap_symmetric(m3c, SWAP_FIRST_TWO) and not _swap_symmetric(bad, SWAP_FIRST_TWO)
+    with pytest.raises(ValueError, match="symmetric"):
+        SolverTensors(dataclasses.replace(sd, cond3=np.where(np.arange(NC)[:, None, None] == 3, sd.cond3 * 1.5,
+                                                             sd.cond3)))
+
+
+def test_packed_pairs_hold_every_unordered_pair_class_major(tensors):
+    """m3p[c, pair(a, b), o] == m3c[a, b, c, o] for a <= b, pairs numbered a-major (engine.cfr.pack_pairs)."""
+    from engine.cfr import NPAIRS, _fill_ab
+    sd = tensors[2]
+    m3c = sd.cond3[..., None] * np.moveaxis(sd.order3, 0, -1)
+    a, b = np.triu_indices(NC)  # a-major, b increasing: the pair numbering
+    assert len(a) == NPAIRS
+    np.testing.assert_array_equal(tensors[0].m3p, m3c[a, b].transpose(1, 0, 2))
+    some = np.array([0, 1, 168, 169, 5000, NPAIRS - 2, NPAIRS - 1])
+    pa, pb = np.empty(len(some), np.int64), np.empty(len(some), np.int64)
+    _fill_ab(some, len(some), pa, pb)
+    np.testing.assert_array_equal(pa, a[some])
+    np.testing.assert_array_equal(pb, b[some])
 
 
 def test_three_way_chances_follow_the_pairs_the_pass_reads(tensors):
