@@ -407,7 +407,7 @@ def _fill_showdown_values(J3, J3_ready, m3j, U, t, k, a, b, row, mirror):
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
-              J3, J3_ready, Gsig, G_ready, Gvalid):
+              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, acc):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $) and root_values (n, $). R, S,
@@ -425,7 +425,9 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     actor's jam chance split by showdown order, G[o] = Σ_c σ_h(c) P(c | a, b) P(o | a, b, c), for
     the strategy Gsig[h] it was computed with (G_ready[h] = 1). It depends on the hand, not on U,
     so consecutive passes of one hand update it by the classes whose σ_h changed (see
-    :func:`_three_way_chances`); the caller clears G_ready when the hand changes.
+    :func:`_three_way_chances`); the caller clears G_ready when the hand changes. ``pairs`` and
+    ``acc`` are its work buffers (3 × NPAIRS ints, NPAIRS × 6), kept by the caller so a pass
+    allocates nothing large.
     """
     K = len(node_actor)
     T = len(term_kind)
@@ -447,8 +449,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     changed = np.empty(NC, np.int64)
     delta = np.empty(NC)
     need = np.empty(NC, np.bool_)
-    pairs = np.empty((3, NPAIRS), np.int64)
-    acc = np.empty((NPAIRS, 6))
     for h in range(K):
         d = node_depth[h]
         off = node_off[h]
@@ -674,6 +674,8 @@ class Workspace:
         self.Gsig = np.zeros((max_nodes, NC))
         self.G_ready = np.zeros(max_nodes, np.uint8)
         self.Gvalid = np.zeros((max_nodes, NC), np.bool_)
+        self.pairs = np.zeros((3, NPAIRS), np.int64)  # work buffers of _three_way_chances (1 MB together)
+        self.pair_sums = np.zeros((NPAIRS, 6))
         self._bound: tuple | None = None
 
     @classmethod
@@ -770,7 +772,7 @@ class HandSolver:
         hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
                   ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
-                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid)
+                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, ws.pairs, ws.pair_sums)
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
         if not orders:
             return self.root_values, self.cf_fold, self.cf_jam, None
