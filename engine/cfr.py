@@ -466,7 +466,7 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
-              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, acc, W, C, C_ready):
+              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $) and root_values (n, $). R, S,
@@ -485,7 +485,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     the strategy Gsig[h] it was computed with (G_ready[h] = 1). It depends on the hand, not on U,
     so consecutive passes of one hand update it by the classes whose σ_h changed (see
     :func:`_three_way_chances`); the caller clears G_ready when the hand changes. ``pairs`` and
-    ``acc`` are its work buffers (3 × NPAIRS ints, NPAIRS × 6), kept by the caller so a pass
+    ``pair_sums`` are its work buffers (3 × NPAIRS ints, NPAIRS × 6), kept by the caller so a pass
     allocates nothing large.
 
     C, W and C_ready keep the depth-2 counterfactual sums between passes with the same U (see
@@ -532,7 +532,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             for a in range(NC):
                 need[a] = R[node_off[cr] + a] > 0.0 or sigma[cr, a] > 0.0
             _three_way_chances(sigma[h], ns, supp, m3p, Gbuf, off, Gsig[h], G_ready, h, changed, delta, need,
-                               Gvalid[h], pairs, acc)
+                               Gvalid[h], pairs, pair_sums)
             for i in range(NC * NC):
                 g = (off + i) * 6
                 S[off + i] = Gbuf[g] + Gbuf[g + 1] + Gbuf[g + 2] + Gbuf[g + 3] + Gbuf[g + 4] + Gbuf[g + 5]

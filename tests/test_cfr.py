@@ -303,6 +303,34 @@ def test_incremental_three_way_chances_match_a_fresh_pass(tensors):
         np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)
 
 
+def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
+    """The depth-2 counterfactual sums are updated pass to pass while U stays (engine.cfr.
+    _depth2_counterfactuals): along 60 CFR+ iterates in one workspace — early ones moving every
+    class, late ones a few — and after U changes, they must equal a from-scratch pass."""
+    from engine.cfr import Workspace
+
+    stacks = (10, 12, 11, 12)
+    tree, hand, solver, ev = make_case(stacks, tensors)
+    rng = np.random.default_rng(5)
+    U = random_utilities(rng, tree, ev.paths)
+    tol = 1e-13 * float(np.nanmax(np.abs(U)))  # $: sums near 0 keep the rounding of their parts
+    ws = Workspace.for_hand(hand)
+    for it in range(60):
+        solver.iterate(U, 1, ws=ws)
+        if it in (0, 1, 5, 20, 59):
+            sigma = solver.current_strategy()
+            _, cf_fold, cf_jam, _ = solver.evaluate(sigma, U, ws, orders=False)
+            kept = cf_fold.copy(), cf_jam.copy()
+            _, f_ref, j_ref, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U, Workspace.for_hand(hand))
+            np.testing.assert_allclose(kept[0], f_ref, rtol=1e-11, atol=tol, err_msg=f"cf_fold after {it + 1}")
+            np.testing.assert_allclose(kept[1], j_ref, rtol=1e-11, atol=tol, err_msg=f"cf_jam after {it + 1}")
+    U2 = U * 1.5 + 1.0  # new utilities: the kept sums must not be reused
+    _, f_new, j_new, _ = solver.evaluate(sigma, U2, ws, orders=False)
+    _, f_ref, j_ref, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U2, Workspace.for_hand(hand))
+    np.testing.assert_allclose(f_new, f_ref, rtol=1e-11, atol=tol)
+    np.testing.assert_allclose(j_new, j_ref, rtol=1e-11, atol=tol)
+
+
 def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(tensors):
     """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.cfr._three_way_chances):
     that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""
