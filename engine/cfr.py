@@ -742,15 +742,16 @@ class Workspace:
         ws._allocate(hand.n_players, int(node_off[-1]) + 1, int(term_off[-1]) + 1, max(K, 1), max(T, 1))
         return ws
 
-    def bind(self, hand: CompiledHand, U: np.ndarray, rows: int) -> None:
+    def bind(self, hand: CompiledHand, U: np.ndarray, rows: int) -> bool:
         """Make the J3 cache valid for (hand, U): cleared unless both are the ones last bound.
+        True when ``hand`` is not the one last bound (its jam chances were dropped too).
 
         The cache grows to ``rows`` (the hand's node tensor size) on first use: 169 float64 per
         row, about 39 MB per depth-2 node.
         """
         same_hand = self._bound is not None and self._bound[0] is hand
         if same_hand and np.array_equal(self._bound[1], U, equal_nan=True):
-            return
+            return False
         if not same_hand:
             self.G_ready[:] = 0
         if self.J3.shape[0] < rows:
@@ -760,6 +761,7 @@ class Workspace:
         self.J3_ready[:] = 0
         self.C_ready[:] = 0  # the depth-2 counterfactual sums use J3
         self._bound = (hand, U.copy())
+        return not same_hand
 
 
 REGRET_DTYPE = np.float32
@@ -801,6 +803,7 @@ class HandSolver:
         self.solution: np.ndarray | None = None  # the profile certified by the last solve
         self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
         self.margins: tuple[np.ndarray, np.ndarray] | None = None  # see keep_margins
+        self.jam_chances: tuple[np.ndarray, ...] | None = None  # see keep_jam_chances
 
     def restart_average(self) -> None:
         """Keep the regrets (the warm start) but average only the iterates from now on.
@@ -825,7 +828,12 @@ class HandSolver:
         ws = self._workspace(ws)
         h = self.hand
         K = len(h.node_actor)
-        ws.bind(h, U, int(self.node_off[-1]) + 1)
+        if ws.bind(h, U, int(self.node_off[-1]) + 1) and self.jam_chances is not None:
+            G, Gsig, G_ready, Gvalid = self.jam_chances  # the hand is new to ws: its kept jam chances
+            ws.G[:len(G)] = G
+            ws.Gsig[:K] = Gsig
+            ws.G_ready[:K] = G_ready
+            ws.Gvalid[:K] = Gvalid
         hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
                   ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
@@ -836,6 +844,27 @@ class HandSolver:
             return self.root_values, self.cf_fold, self.cf_jam, None
         self._outcome_probs(ws)
         return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
+
+    def jam_chance_bytes(self) -> int:
+        """Memory (bytes) :meth:`keep_jam_chances` holds for this hand; 0 without depth-2 nodes."""
+        if not (self.hand.node_depth == 2).any():
+            return 0
+        return int(self.node_off[-1]) * 6 * 8 + len(self.hand.node_actor) * NC * 9
+
+    def keep_jam_chances(self, ws: Workspace) -> None:
+        """Keep the depth-2 jam chances of the profile last evaluated in ``ws`` (this hand's).
+
+        They depend on the hand and the depth-2 strategies, not on the utilities, so the next
+        evaluation of this hand in any workspace starts from them (see :func:`_three_way_chances`:
+        only the classes whose strategy changed since are summed) instead of from scratch. In a
+        layer solve, every state's next exact re-check and re-solve is such an evaluation; a
+        from-scratch sum reads up to 116 MB of showdown tensor. 1.4 MB per depth-2 node.
+        """
+        if self.jam_chance_bytes() == 0:
+            return
+        K = len(self.hand.node_actor)
+        self.jam_chances = (ws.G[:int(self.node_off[-1]) * 6].copy(), ws.Gsig[:K].copy(), ws.G_ready[:K].copy(),
+                            ws.Gvalid[:K].copy())
 
     def _workspace(self, ws: Workspace | None) -> Workspace:
         if ws is None:

@@ -260,6 +260,14 @@ def largest_hand(hands: list[CompiledHand]) -> CompiledHand:
     return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
 
 
+JAM_CHANCE_BUDGET = 2 << 30
+"""Bytes a layer solve may spend keeping every state's depth-2 jam chances between outer
+iterations (:meth:`HandSolver.keep_jam_chances`), so a state's next check starts from them
+instead of summing them from scratch. All states or none: 1.4 MB per depth-2 node, so the
+45-unit 3-player layer (946 states with one each, 1.3 GB) keeps them, the 4-player (58 GB) and
+5-player layers do not."""
+
+
 SETTLED_FRACTION = 0.03
 """A loose target counts as settled, and tightens, once an outer iteration updates at most this
 fraction of the layer's states (see :func:`_inner_target`)."""
@@ -322,6 +330,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer})
     pool = SolverPool(threads, largest_hand(hands))
+    keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
     expl = np.zeros(m)
     order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
     successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
@@ -385,6 +394,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                                             max_iterations=max_iterations)
                     gains_checked[s] = solver.gains
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
+                if keep_jam_chances:
+                    solver.keep_jam_chances(ws)
                 order_probs[s] = solver.order_probs.copy()
                 drift[s] = 0.0
                 checked_at[s] = outer

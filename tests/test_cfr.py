@@ -331,6 +331,43 @@ def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
     np.testing.assert_allclose(j_new, j_ref, rtol=1e-11, atol=tol)
 
 
+def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
+    """A layer solve keeps each state's depth-2 jam chances (HandSolver.keep_jam_chances) and the
+    next evaluation of that hand in a workspace another hand has used starts from them: it must
+    equal a from-scratch evaluation — and it must really read them (corrupted ones show)."""
+    from engine.cfr import Workspace
+
+    tree, hand, solver, ev = make_case((10, 15, 20), tensors)
+    other_tree, other_hand, other, other_ev = make_case((12, 9, 24), tensors)
+    rng = np.random.default_rng(3)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+    solver.iterate(U, 30, ws=ws)
+    sigma_kept = solver.current_strategy()
+    solver.evaluate(sigma_kept, U, ws)
+    solver.keep_jam_chances(ws)
+    assert solver.jam_chances is not None and solver.jam_chance_bytes() > 0
+    solver.iterate(U, 5, ws=Workspace.for_hand(hand))  # the profile moves on elsewhere
+
+    def evaluate_after_another_hand(sigma, U2):
+        other.evaluate(dense_profile(rng, other_ev.K), random_utilities(rng, other_tree, other_ev.paths), ws)
+        return [x.copy() for x in solver.evaluate(sigma, U2, ws)]
+
+    U2 = random_utilities(rng, tree, ev.paths)
+    for sigma in (sigma_kept, solver.current_strategy()):  # the same profile; one CFR+ moved on from
+        kept = evaluate_after_another_hand(sigma, U2)
+        fresh = HandSolver(hand, solver.tensors).evaluate(sigma, U2, Workspace.for_hand(hand))
+        for a, b in zip(kept, fresh):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13 * float(np.nanmax(np.abs(U2))))
+    solver.jam_chances[0][:] *= 1.01
+    corrupted = evaluate_after_another_hand(sigma_kept, U2)
+    fresh = HandSolver(hand, solver.tensors).evaluate(sigma_kept, U2, Workspace.for_hand(hand))
+    assert not np.allclose(corrupted[2], fresh[2], rtol=1e-6)  # the jam values of the depth-1 nodes
+    assert HandSolver(other_hand, solver.tensors).jam_chance_bytes() > 0
+    heads_up = make_case((20, 25), tensors)[2]
+    assert heads_up.jam_chance_bytes() == 0  # no three-way showdowns: nothing to keep
+
+
 def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(tensors):
     """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.cfr._three_way_chances):
     that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""

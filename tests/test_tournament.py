@@ -231,6 +231,22 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
         assert e <= GAMMA + 1e-12, s
 
 
+@pytest.mark.parametrize("budget, kept", [(0, False), (2 << 30, True)])
+def test_jam_chances_are_kept_between_outer_iterations_within_budget(tiny_tensors, solved, monkeypatch, budget, kept):
+    """States keep their depth-2 jam chances for their next check only if all of them fit the budget."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+
+    calls = []
+    original = HandSolver.keep_jam_chances
+    monkeypatch.setattr(tournament, "JAM_CHANCE_BUDGET", budget)
+    monkeypatch.setattr(HandSolver, "keep_jam_chances", lambda self, ws: (calls.append(1), original(self, ws)))
+    lower = {2: solved[2].values}
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    assert bool(calls) == kept
+    assert layer.exploitability.max() <= GAMMA
+
+
 def test_the_target_tightens_by_root_ten_once_a_level_settles():
     from engine.tournament import SETTLED_FRACTION, _inner_target
 
