@@ -253,7 +253,7 @@ def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
 
 
 @nb.njit(cache=True, nogil=True)
-def _store_pairs(Gbuf, off, pairs, pa, pb, count, acc, add):
+def _store_pairs(Gbuf, off, pa, pb, count, acc, add):
     """G[a, b] = acc (plus the old G when ``add``) for the listed pairs, and the mirrored G[b, a]."""
     for j in range(count):
         a = pa[j]
@@ -303,7 +303,8 @@ def _three_way_chances(sig, ns, supp, m3p, Gbuf, off, gsig, G_ready, h, changed,
     (:func:`pack_pairs`): swapping the two jammers permutes the showdown orders,
     m3c[b, a, c, o] = m3c[a, b, c, SWAP_FIRST_TWO[o]] (the tensors are built from one row per
     class multiset), so G[b, a] is G[a, b] permuted — the same sums, to the last bit, for half
-    the reads. ``pairs`` (3 × NPAIRS ints) and ``acc`` (NPAIRS × 6) are work buffers.
+    the reads. ``pairs`` (4 × NPAIRS ints: the pairs updated, the pairs summed anew, their a and
+    b) and ``acc`` (NPAIRS × 6) are work buffers.
     """
     nd = 0
     incremental = G_ready[h] == 1
@@ -336,21 +337,20 @@ def _three_way_chances(sig, ns, supp, m3p, Gbuf, off, gsig, G_ready, h, changed,
                         pairs[0, n_inc] = q
                         n_inc += 1
                 else:
+                    pairs[1, n_new] = q
                     n_new += 1
-                    pairs[0, NPAIRS - n_new] = q
             q += 1
     if n_inc > 0:
         _sum_pairs(m3p, pairs[0], n_inc, changed, delta, nd, acc)
-        _fill_ab(pairs[0], n_inc, pairs[1], pairs[2])
-        _store_pairs(Gbuf, off, pairs[0], pairs[1], pairs[2], n_inc, acc, True)
+        _fill_ab(pairs[0], n_inc, pairs[2], pairs[3])
+        _store_pairs(Gbuf, off, pairs[2], pairs[3], n_inc, acc, True)
     if n_new > 0:
-        new = pairs[0, NPAIRS - n_new:][::-1].copy()
         weights = np.empty(ns)
         for i in range(ns):
             weights[i] = sig[supp[i]]
-        _sum_pairs(m3p, new, n_new, supp, weights, ns, acc)
-        _fill_ab(new, n_new, pairs[1], pairs[2])
-        _store_pairs(Gbuf, off, new, pairs[1], pairs[2], n_new, acc, False)
+        _sum_pairs(m3p, pairs[1], n_new, supp, weights, ns, acc)
+        _fill_ab(pairs[1], n_new, pairs[2], pairs[3])
+        _store_pairs(Gbuf, off, pairs[2], pairs[3], n_new, acc, False)
     for c in range(NC):
         gsig[c] = sig[c]
         valid[c] = need[c]
@@ -485,7 +485,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     the strategy Gsig[h] it was computed with (G_ready[h] = 1). It depends on the hand, not on U,
     so consecutive passes of one hand update it by the classes whose σ_h changed (see
     :func:`_three_way_chances`); the caller clears G_ready when the hand changes. ``pairs`` and
-    ``pair_sums`` are its work buffers (3 × NPAIRS ints, NPAIRS × 6), kept by the caller so a pass
+    ``pair_sums`` are its work buffers (4 × NPAIRS ints, NPAIRS × 6), kept by the caller so a pass
     allocates nothing large.
 
     C, W and C_ready keep the depth-2 counterfactual sums between passes with the same U (see
@@ -727,7 +727,7 @@ class Workspace:
         self.Gsig = np.zeros((max_nodes, NC))
         self.G_ready = np.zeros(max_nodes, np.uint8)
         self.Gvalid = np.zeros((max_nodes, NC), np.bool_)
-        self.pairs = np.zeros((3, NPAIRS), np.int64)  # work buffers of _three_way_chances (1 MB together)
+        self.pairs = np.zeros((4, NPAIRS), np.int64)  # work buffers of _three_way_chances (1.1 MB together)
         self.pair_sums = np.zeros((NPAIRS, 6))
         self.W = np.zeros((2, node_size))  # depth-2 counterfactual sums, their weights (_depth2_counterfactuals)
         self.C = np.zeros((2, max_nodes, NC))
@@ -863,8 +863,12 @@ class HandSolver:
         if self.jam_chance_bytes() == 0:
             return
         K = len(self.hand.node_actor)
-        self.jam_chances = (ws.G[:int(self.node_off[-1]) * 6].copy(), ws.Gsig[:K].copy(), ws.G_ready[:K].copy(),
-                            ws.Gvalid[:K].copy())
+        current = (ws.G[:int(self.node_off[-1]) * 6], ws.Gsig[:K], ws.G_ready[:K], ws.Gvalid[:K])
+        if self.jam_chances is None:
+            self.jam_chances = tuple(x.copy() for x in current)
+        else:  # overwrite the last outer iteration's copy in place
+            for kept, x in zip(self.jam_chances, current):
+                kept[:] = x
 
     def _workspace(self, ws: Workspace | None) -> Workspace:
         if ws is None:
