@@ -742,6 +742,11 @@ class Workspace:
         ws._allocate(hand.n_players, int(node_off[-1]) + 1, int(term_off[-1]) + 1, max(K, 1), max(T, 1))
         return ws
 
+    def forget(self) -> None:
+        """Drop every cache, so the next pass computes as if this workspace were new (the same
+        results, to the last bit, whichever hands it evaluated before)."""
+        self._bound = None
+
     def bind(self, hand: CompiledHand, U: np.ndarray, rows: int) -> bool:
         """Make the J3 cache valid for (hand, U): cleared unless both are the ones last bound.
         True when ``hand`` is not the one last bound (its jam chances were dropped too).

@@ -258,3 +258,73 @@ def test_the_target_tightens_by_root_ten_once_a_level_settles():
     assert _inner_target(gamma, [busy], True, m) == 1e-2
     assert _inner_target(gamma, [settled], True, m) == pytest.approx(1e-2 / 10 ** 0.5)
     assert _inner_target(gamma, [{"target": 1.5e-4, "states_updated": 0}], True, m) == gamma  # never below gamma
+
+
+def test_neighbour_table_moves_one_unit_between_two_players():
+    from engine.states import enumerate_states, state_index
+    from engine.tournament import neighbour_table
+
+    stacks = enumerate_states(9, 4)
+    table = neighbour_table(stacks)
+    for s, row in enumerate(stacks):
+        expected = set()
+        for i in range(4):
+            for j in range(4):
+                if i != j and row[j] > 1:
+                    moved = row.copy()
+                    moved[i] += 1
+                    moved[j] -= 1
+                    expected.add(state_index(moved))
+        assert set(table[s][table[s] >= 0].tolist()) == expected
+        assert (table[s] >= 0).sum() == len(expected)
+
+
+@pytest.mark.parametrize("chain", [16, 3])
+def test_warm_start_waves_take_each_source_from_the_wave_before(monkeypatch, chain):
+    """Every never-solved state starts from a neighbour of the same shape solved in the previous wave,
+    but for one seed per connected group of same-shape neighbours and the states at multiples of the
+    longest warm-start chain."""
+    from engine import tournament
+    from engine.tournament import compile_layer, neighbour_table, warm_start_waves
+
+    monkeypatch.setattr(tournament, "WARM_CHAIN", chain)
+    stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
+    wave, source = warm_start_waves(stacks, hands)
+    neighbours = neighbour_table(stacks)
+    assert (wave >= 0).all()
+    shapes = [h.node_depth.tobytes() for h in hands]
+    for s in range(len(hands)):
+        if source[s] < 0:
+            assert wave[s] % chain == 0
+            continue
+        assert source[s] in neighbours[s] and shapes[source[s]] == shapes[s]
+        assert wave[source[s]] == wave[s] - 1
+    # one seed per connected group of same-shape neighbours: the group's lowest-numbered state
+    group = list(range(len(hands)))
+
+    def root(x):
+        while group[x] != x:
+            x = group[x]
+        return x
+
+    for s, row in enumerate(neighbours):
+        for k in row[row >= 0]:
+            if shapes[k] == shapes[s]:
+                group[max(root(s), root(k))] = min(root(s), root(k))
+    lowest = sorted({root(s) for s in range(len(hands))})
+    assert np.flatnonzero(wave == 0).tolist() == lowest
+    assert len(lowest) < len(hands) // 10
+    assert ((source < 0) == (wave % chain == 0)).all()
+    assert (chain == 3) == (wave.max() >= chain)  # the cap binds in the 3-long case only
+
+
+def test_a_layer_solve_gives_the_same_result_on_one_and_two_threads(tiny_tensors):
+    """Warm starts in waves and workspaces that forget between states: thread timing cannot change the result."""
+    lower = {2: solve_layer(8, 2, PAYOUTS, GAMMA, tiny_tensors, {}, threads=1).values}
+    one = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1)
+    two = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    assert [e["cfr_iterations"] for e in one.log] == [e["cfr_iterations"] for e in two.log]
+    np.testing.assert_array_equal(one.values, two.values)
+    np.testing.assert_array_equal(one.exploitability, two.exploitability)
+    for a, b in zip(one.strategy, two.strategy):
+        np.testing.assert_array_equal(a, b)
