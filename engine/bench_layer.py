@@ -8,19 +8,25 @@ from the layer and measures both building blocks on each, with the layer solve's
 
 * **cold**: a fresh solver, successor values from Harville (the PI-CFR+ start), solved to
   ``gamma`` ($, the state's single-hand exploitability);
-* **warm**: the same solver, its regrets rescaled and its average restarted as in an outer
+* **from a neighbour**: as the layer's first outer iteration starts a state, from the regrets of
+  the neighbour :func:`engine.tournament.warm_start_waves` picks for it (one unit moved between
+  two players), that neighbour solved cold first; same values and target. States whose wave
+  starts a warm-start chain have no source and start cold. In the layer the source has itself
+  started from a neighbour (chains up to ``WARM_CHAIN`` long), which one link does not copy;
+* **warm**: the cold solver, its regrets rescaled and its average restarted as in an outer
   iteration, re-solved against successor values from Malmuth-Weitzman instead — a change of the
   size an outer iteration makes (dollars to cents; printed as max |ΔU|).
 
 The cost depends mostly on the tree shape, i.e. which blinds are all-in, so the sample is
 stratified by it (``--samples`` states with no blind all-in, a quarter as many of each other
 shape) and the projection weights each stratum by its exact share of the layer. Prints per shape
-the states, nodes, CFR+ iterations and seconds cold and warm and the cost of one CFR+ iteration,
-then projections on the machine's threads: one cold pass over every state of the layer and one
-warm pass over every state. The gs08 3-player layer needed about one cold pass and the
-equivalent of a handful of warm passes (README, Status). Also prints the solver memory per state
-(regrets, predictions and decision margins in float32, certified profile in float64; the average
-only lives during a solve) and for the layer.
+the states, nodes, CFR+ iterations and seconds cold, from a neighbour and warm, and the cost of
+one CFR+ iteration, then projections on the machine's threads: one cold pass over every state of
+the layer, the first solve of every state as the first outer iteration does it (cold where a
+chain starts, from a neighbour elsewhere), and one warm pass over every state. The gs08 3-player
+layer needed about one cold pass and the equivalent of a handful of warm passes (README,
+Status). Also prints the solver memory per state (regrets, predictions and decision margins in
+float32, certified profile in float64; the average only lives during a solve) and for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
 """
@@ -36,21 +42,32 @@ import numpy as np
 
 from engine.cfr import HandSolver, SolverTensors, Workspace
 from engine.game_tree import compile_hand, utilities
-from engine.hand import BIG_BLIND, SMALL_BLIND
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
-from engine.tournament import _rescale_regrets, model_layer_values
+from engine.tournament import _rescale_regrets, _warm_start, model_layer_values, tree_shape, warm_start_waves
 
 NC = 169
 
 
-def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: dict, weitzman: dict,
-                 tensors: SolverTensors, gamma: float) -> dict:
+def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payouts: tuple[float, ...], harville: dict,
+                 weitzman: dict, tensors: SolverTensors, gamma: float) -> dict:
     hand = compile_hand(stacks, payouts, state_index)
     ws = Workspace.for_hand(hand)
-    solver = HandSolver(hand, tensors)
     u_cold, u_warm = utilities(hand, harville), utilities(hand, weitzman)
+    nb_its, t_nb = -1, float("nan")
+    if source is not None:  # the source solved cold, then this state started from its regrets
+        near = compile_hand(source, payouts, state_index)
+        donor = HandSolver(near, tensors)
+        donor.solve(utilities(near, harville), gamma, ws=ws, delay=2)
+        ws.forget()
+        solver = HandSolver(hand, tensors)
+        _warm_start(solver, donor)
+        t0 = time.perf_counter()
+        _, nb_its = solver.solve(u_cold, gamma, ws=ws, delay=2)
+        t_nb = time.perf_counter() - t0
+        ws.forget()
+    solver = HandSolver(hand, tensors)
     t0 = time.perf_counter()
     e_cold, it_cold = solver.solve(u_cold, gamma, ws=ws, delay=2)
     t_cold = time.perf_counter() - t0
@@ -63,7 +80,8 @@ def _solve_state(stacks: tuple[int, ...], payouts: tuple[float, ...], harville: 
     memory = sum(a.nbytes for a in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold,
                                      solver.solution, *solver.margins) if a is not None)
     return {"stacks": stacks, "nodes": len(hand.node_actor), "depth2": int((hand.node_depth == 2).sum()),
-            "cold_its": it_cold, "cold_s": t_cold, "cold_e": e_cold, "warm_its": it_warm, "warm_s": t_warm,
+            "cold_its": it_cold, "cold_s": t_cold, "cold_e": e_cold, "nb_its": nb_its, "nb_s": t_nb,
+            "warm_its": it_warm, "warm_s": t_warm,
             "warm_e": e_warm, "du": float(np.abs(u_warm - u_cold).max()), "bytes": memory}
 
 
@@ -102,48 +120,62 @@ def main(argv: list[str] | None = None) -> None:
     states = layers[args.players]
     n = args.players
     # strata: the tree shape, i.e. which blinds are all-in (SB <= 1, BB <= 2 units), which sets the cost
-    shape = 2 * (states[:, n - 2] <= SMALL_BLIND) + (states[:, n - 1] <= BIG_BLIND)
+    shape = tree_shape(states)
+    wave, source = warm_start_waves(states)
     rng = np.random.default_rng(args.seed)
-    sample, strata = [], {}
+    sample, sources, strata, cold_starts = [], [], {}, {}
     for k in np.unique(shape):
         members = np.flatnonzero(shape == k)
         take = args.samples if k == 0 else max(2, args.samples // 4)  # the full trees cost the most
         pick = rng.choice(members, min(take, len(members)), replace=False)
         strata[int(k)] = (len(members), len(sample), len(sample) + len(pick))
+        cold_starts[int(k)] = int((source[members] < 0).sum())
         sample += [tuple(int(x) for x in states[s]) for s in pick]
+        sources += [tuple(int(x) for x in states[source[s]]) if source[s] >= 0 else None for s in pick]
     # warm up numba (compile or load the cache) on a small hand
-    _solve_state(sample[-1], payouts, harville, weitzman, tensors, 1e-2)
+    _solve_state(sample[-1], sources[-1], payouts, harville, weitzman, tensors, 1e-2)
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
-        rows = list(pool.map(lambda st: _solve_state(st, payouts, harville, weitzman, tensors, args.gamma), sample))
+        rows = list(pool.map(lambda job: _solve_state(*job, payouts, harville, weitzman, tensors, args.gamma),
+                             zip(sample, sources)))
     wall = time.perf_counter() - t0
     m = len(states)
     print(f"{args.units}-unit {n}-player layer: {m:,} states; {len(rows)} sampled states solved to {args.gamma:g} $ "
           f"(cold from Harville successor values, then warm against Malmuth-Weitzman ones) in {wall:.1f} s on "
           f"{threads} threads")
-    cold_total = warm_total = mem_total = 0.0
+    cold_total = first_total = warm_total = mem_total = 0.0
     for k, (count, lo, hi) in strata.items():
         part = rows[lo:hi]
         cold_s = np.array([r["cold_s"] for r in part])
         warm_s = np.array([r["warm_s"] for r in part])
-        its = sum(r["cold_its"] + r["warm_its"] for r in part)
-        per_it = (cold_s.sum() + warm_s.sum()) / max(its, 1)
+        near = [r for r in part if r["nb_its"] >= 0]
+        its = sum(r["cold_its"] + r["warm_its"] + max(r["nb_its"], 0) for r in part)
+        per_it = (cold_s.sum() + warm_s.sum() + sum(r["nb_s"] for r in near)) / max(its, 1)
         blinds = {0: "no blind all-in", 1: "BB all-in", 2: "SB all-in", 3: "both blinds all-in"}[k]
-        print(f"  {blinds}: {count:,} states ({part[0]['nodes']} nodes, {part[0]['depth2']} depth-2); {len(part)} "
-              f"sampled: cold {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, "
-              f"max {cold_s.max():.2f}), "
-              f"{np.mean([r['cold_its'] for r in part]):.0f} CFR+ iterations; warm {warm_s.mean():.2f} s "
-              f"(median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
+        nb_s = np.array([r["nb_s"] for r in near]) if near else cold_s  # no sampled state had a source
+        print(f"  {blinds}: {count:,} states ({part[0]['nodes']} nodes, {part[0]['depth2']} depth-2), "
+              f"{cold_starts[k]:,} starting cold in the first outer iteration; {len(part)} sampled:")
+        print(f"    cold {cold_s.mean():.2f} s per state (median {np.median(cold_s):.2f}, max {cold_s.max():.2f}), "
+              f"{np.mean([r['cold_its'] for r in part]):.0f} CFR+ iterations")
+        if near:
+            print(f"    from a neighbour {nb_s.mean():.2f} s (median {np.median(nb_s):.2f}, max {nb_s.max():.2f}), "
+                  f"{np.mean([r['nb_its'] for r in near]):.0f} iterations ({len(near)} of the sampled states have a "
+                  f"source; the same states cold: {np.mean([r['cold_s'] for r in near]):.2f} s, "
+                  f"{np.mean([r['cold_its'] for r in near]):.0f} iterations)")
+        print(f"    warm {warm_s.mean():.2f} s (median {np.median(warm_s):.2f}, max {warm_s.max():.2f}), "
               f"{np.mean([r['warm_its'] for r in part]):.0f} iterations; {per_it * 1e3:.1f} ms per iteration")
         for r in sorted(part, key=lambda r: -r["cold_s"])[:3]:
-            print(f"      e.g. {r['stacks']}: cold {r['cold_its']} its {r['cold_s']:.2f} s, warm {r['warm_its']} its "
-                  f"{r['warm_s']:.2f} s (max |dU| {r['du']:.2f} $)")
+            print(f"      e.g. {r['stacks']}: cold {r['cold_its']} its {r['cold_s']:.2f} s, from a neighbour "
+                  + (f"{r['nb_its']} its {r['nb_s']:.2f} s" if r["nb_its"] >= 0 else "- (starts a chain)")
+                  + f", warm {r['warm_its']} its {r['warm_s']:.2f} s (max |dU| {r['du']:.2f} $)")
         cold_total += count * cold_s.mean()
+        first_total += cold_starts[k] * cold_s.mean() + (count - cold_starts[k]) * nb_s.mean()
         warm_total += count * warm_s.mean()
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
-    print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h, "
-          f"one warm pass over every state {warm_total / threads / 3600:.2f} h")
+    print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h; "
+          f"the first solve of every state, cold where a warm-start chain starts and from a neighbour elsewhere, "
+          f"{first_total / threads / 3600:.2f} h; one warm pass over every state {warm_total / threads / 3600:.2f} h")
     print(f"  solver memory between solves (float32 regrets, predictions and decision margins, float64 certified "
           f"profile): {mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
 

@@ -37,7 +37,7 @@ import numpy as np
 from engine import equity_models, states
 from engine.cfr import NC, HandSolver, SolverTensors, Workspace
 from engine.game_tree import CompiledHand, compile_hand, utilities
-from engine.hand import hand_tree
+from engine.hand import BIG_BLIND, SMALL_BLIND, hand_tree
 from engine.policy_evaluation import evaluate_layer
 
 ProgressFn = Callable[[dict], None]
@@ -191,11 +191,23 @@ def neighbour_table(stacks: np.ndarray) -> np.ndarray:
     return out
 
 
+def tree_shape(stacks: np.ndarray) -> np.ndarray:
+    """Per state, which blinds are all-in: 2·(SB posts all of his stack) + (BB does).
+
+    Within a layer this alone sets a hand's tree (:func:`engine.hand.hand_tree` builds the node
+    structure from these two facts), so states of equal shape have the same nodes and their
+    regrets can seed each other. Read from the stacks, without compiling any hand (the 135,751
+    hands of the 45-unit 5-player layer take minutes to compile).
+    """
+    n = stacks.shape[1]
+    return 2 * (stacks[:, n - 2] <= SMALL_BLIND).astype(np.int64) + (stacks[:, n - 1] <= BIG_BLIND)
+
+
 WARM_CHAIN = 16
 """Longest chain of warm starts in a layer's first outer iteration (see :func:`warm_start_waves`)."""
 
 
-def warm_start_waves(stacks: np.ndarray, hands: list[CompiledHand]) -> tuple[np.ndarray, np.ndarray]:
+def warm_start_waves(stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per state, the wave of its first solve and the state whose regrets start it (−1: none).
 
     Strategies change little between neighbouring stacks, so a never-solved state starts from
@@ -214,13 +226,12 @@ def warm_start_waves(stacks: np.ndarray, hands: list[CompiledHand]) -> tuple[np.
     3,549 + 4,026 with chains of at most 16, 3,512 + 3,938 with at most 8; every state cold,
     8,294 + 4,775.
     """
-    m = len(hands)
+    m = len(stacks)
     wave = np.full(m, -1, np.int64)
     source = np.full(m, -1, np.int64)
     if not m:
         return wave, source
-    shapes: dict[bytes, int] = {}
-    shape = np.array([shapes.setdefault(h.node_depth.tobytes(), len(shapes)) for h in hands])
+    shape = tree_shape(stacks)
     neighbours = neighbour_table(stacks)
     for seed in range(m):
         if wave[seed] >= 0:
@@ -388,7 +399,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
     successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
     order = np.array(heaviest_first(hands), dtype=np.int64)
-    wave, source = warm_start_waves(stacks, hands)
+    wave, source = warm_start_waves(stacks)
     # per-player gains ($) of each state's profile when last evaluated, and a bound on how far its
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
     # max gain + 2·drift is within the target cannot be more exploitable than that, so the

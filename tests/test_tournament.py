@@ -118,6 +118,7 @@ def test_layer_benchmark_projects_a_small_layer(capsys):
     main(["--units", "8", "--players", "3", "--samples", "2", "--gamma", "1e-2"])
     out = capsys.readouterr().out
     assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
+    assert "from a neighbour" in out and "the first solve of every state" in out
 
 
 def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
@@ -279,6 +280,19 @@ def test_neighbour_table_moves_one_unit_between_two_players():
         assert (table[s] >= 0).sum() == len(expected)
 
 
+@pytest.mark.parametrize("units,players", [(6, 2), (9, 3), (11, 4), (12, 5)])
+def test_tree_shape_groups_states_with_the_same_hand_tree(units, players):
+    """States share a tree_shape exactly when their compiled hands have the same nodes."""
+    from engine.tournament import compile_layer, tree_shape
+
+    stacks, hands = compile_layer(units, players, (50.0, 30.0, 20.0)[:max(2, min(players, 3))])
+    shape = tree_shape(stacks)
+    trees = [h.node_depth.tobytes() + h.node_actor.tobytes() + h.node_fold.tobytes() + h.node_jam.tobytes()
+             for h in hands]
+    pairs = set(zip(shape.tolist(), trees))
+    assert len(pairs) == len(set(trees)) == len(set(shape.tolist())) >= 2
+
+
 @pytest.mark.parametrize("chain", [16, 3])
 def test_warm_start_waves_take_each_source_from_the_wave_before(monkeypatch, chain):
     """Every never-solved state starts from a neighbour of the same shape solved in the previous wave,
@@ -289,7 +303,7 @@ def test_warm_start_waves_take_each_source_from_the_wave_before(monkeypatch, cha
 
     monkeypatch.setattr(tournament, "WARM_CHAIN", chain)
     stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
-    wave, source = warm_start_waves(stacks, hands)
+    wave, source = warm_start_waves(stacks)
     neighbours = neighbour_table(stacks)
     assert (wave >= 0).all()
     shapes = [h.node_depth.tobytes() for h in hands]
