@@ -153,7 +153,14 @@ def _layer_asset(n: int, previous):
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
                                  f"{event['states']} states done, {event['wall_s']:.0f} s")
             elif event["event"] == "resumed":
-                context.log.info(f"{n}-player layer resumed after outer iteration {event['outer']}")
+                context.log.info(f"{n}-player layer " + ("read back solved from its checkpoint" if event["finished"]
+                                 else f"resumed after outer iteration {event['outer']}"))
+            elif event["event"] == "resumed_states":
+                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
+                                 f"{event['states']} states already done before the interrupt")
+            elif event["event"] == "block_saved":
+                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: checkpoint of "
+                                 f"{event['states']} more states ({event['done']} done), {event['wall_s']:.0f} s")
 
         sol = solve_layer(cfg.units, n, cfg.payouts, cfg.gamma, tensors, lower_values,
                           checkpoint=checkpoint_dir(cfg), progress=progress)

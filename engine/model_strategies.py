@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver, SolverTensors
+from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.policy_evaluation import evaluate_layer
-from engine.tournament import (ProgressFn, SolverPool, heaviest_first, largest_hand, load_checkpoint,
-                               model_layer_values)
+from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
 
 Layers = dict[int, list[CompiledHand]]
 
@@ -61,12 +61,11 @@ def equilibrium_solvers(layers: Layers, tensors: SolverTensors, checkpoint: Path
         return None
     out = {}
     for n, hands in layers.items():
-        path = checkpoint / f"layer{n}.npz"
-        if not path.exists():
+        if not layer_path(checkpoint, n).exists():
             return None
         solvers = [HandSolver(h, tensors) for h in hands]
         try:
-            load_checkpoint(path, solvers)
+            load_layer(checkpoint, n, solvers)
         except ValueError:
             return None
         out[n] = solvers

@@ -16,9 +16,10 @@ exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later
 only stops after an outer iteration without screening updates no state, so the result is as
 certified as without it.
 
-Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time) and, with a
-checkpoint folder, saved atomically, so an interrupted solve resumes from its last completed
-outer iteration (a finished layer is never recomputed).
+Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time). With a
+checkpoint folder the solve is saved atomically after every outer iteration and every few minutes
+within one (:mod:`engine.checkpoint`), so an interrupted solve resumes where it stopped, on the
+same path, and a finished layer is read back without any work.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +36,7 @@ import numpy as np
 
 from engine import equity_models, states
 from engine.cfr import NC, HandSolver, SolverTensors, Workspace
+from engine.checkpoint import Ledger, Result, layer_path, load_blocks, load_layer, save_block, save_layer
 from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import BIG_BLIND, SMALL_BLIND, hand_tree
 from engine.policy_evaluation import evaluate_layer
@@ -100,16 +101,21 @@ class SolverPool:
     def map(self, fn, items):
         return list(self.executor.map(fn, items))
 
+    def imap(self, fn, items):
+        """fn over items on the threads, results yielded in the items' order as they come."""
+        return self.executor.map(fn, items)
+
     def close(self) -> None:
-        self.executor.shutdown()
+        """Wait for the running items only: after an interrupt the queued ones are dropped."""
+        self.executor.shutdown(cancel_futures=True)
 
 
 class _Ticker:
     """Reports states finished within an outer iteration, at most every ``every`` seconds."""
 
-    def __init__(self, progress: ProgressFn | None, n: int, outer: int, m: int, every: float = 15.0):
+    def __init__(self, progress: ProgressFn | None, n: int, outer: int, m: int, every: float = 15.0, done: int = 0):
         self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, m, every
-        self.count = 0
+        self.count = done
         self.t0 = self.last = time.perf_counter()
         self.lock = threading.Lock()
 
@@ -324,6 +330,11 @@ def largest_hand(hands: list[CompiledHand]) -> CompiledHand:
     return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
 
 
+CHECKPOINT_EVERY = 300.0
+"""Seconds between the block checkpoints a layer solve saves within an outer iteration: an
+interrupt loses at most about this much work (plus the states running at the time)."""
+
+
 JAM_CHANCE_BUDGET = 2 << 30
 """Bytes a layer solve may spend keeping every state's depth-2 jam chances between outer
 iterations (:meth:`HandSolver.keep_jam_chances`), so a state's next check starts from them
@@ -379,71 +390,78 @@ def _screens(gamma: float, log: list[dict], loose: bool, target: float) -> bool:
 def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
                 lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
                 max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
-                progress: ProgressFn | None = None, loose: bool = True) -> LayerSolution:
-    """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers."""
+                progress: ProgressFn | None = None, loose: bool = True,
+                checkpoint_every: float = CHECKPOINT_EVERY) -> LayerSolution:
+    """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers.
+
+    With a ``checkpoint`` folder the solve saves itself after every outer iteration and, within
+    one, the states finished every ``checkpoint_every`` seconds (see :mod:`engine.checkpoint`),
+    and resumes from there: an interrupt loses at most that much work.
+    """
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     t_start = time.perf_counter()
     stacks, hands = compile_layer(units, n, payouts)
     m = len(hands)
     solvers = [HandSolver(h, tensors) for h in hands]
     V = icm_values(stacks, payouts)
-    log: list[dict] = []
-    start_outer = 0
-    if checkpoint is not None and (checkpoint / f"layer{n}.npz").exists():
-        V, log, start_outer = load_checkpoint(checkpoint / f"layer{n}.npz", solvers)
-        if progress:
-            progress({"event": "resumed", "players": n, "outer": start_outer})
-    pool = SolverPool(threads, largest_hand(hands))
-    keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
-    expl = np.zeros(m)
-    order_probs: list[np.ndarray] = [np.zeros((len(h.term_kind), 6)) for h in hands]
-    successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
-    order = np.array(heaviest_first(hands), dtype=np.int64)
-    wave, source = warm_start_waves(stacks)
-    # per-player gains ($) of each state's profile when last evaluated, and a bound on how far its
+    # per state: gains ($ per player) of its profile when last checked, and a bound on how far its
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
     # max gain + 2·drift is within the target cannot be more exploitable than that, so the
     # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ).
     # Failing that, the sharper bound of :func:`gain_bound` from the per-player gains and the
-    # layer values at the last evaluation (kept per outer iteration while a state refers to them)
-    gains_checked = np.full((m, n), np.inf)
-    drift = np.zeros(m)
-    skipped = np.zeros(m, dtype=bool)
-    screened = np.zeros(m, dtype=bool)
-    checked_at = np.full(m, -1)
-    V_at: dict[int, np.ndarray] = {}
+    # layer values at the last check (kept per outer iteration while a state refers to them)
+    ledger = Ledger.empty([len(h.term_kind) for h in hands], n)
+    log: list[dict] = []
+    start_outer = 0
+    finished = False
+    if checkpoint is not None and layer_path(checkpoint, n).exists():
+        V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
+        if progress:
+            progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished})
+    pool = SolverPool(threads, largest_hand(hands))
+    keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
+    successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
+    order = np.array(heaviest_first(hands), dtype=np.int64)
+    wave, source = warm_start_waves(stacks)
+    converged = False
     try:
-        for outer in range(start_outer, max_outer):
+        for outer in ([] if finished else range(start_outer, max_outer)):
             t0 = time.perf_counter()
             values = {**lower_values, n: V}
-
-            skipped[:] = False
-            screened[:] = False
-            ticker = _Ticker(progress, n, outer + 1, m)
+            ledger.skipped[:] = False
+            ledger.screened[:] = False
+            results: dict[int, Result] = {}
+            if checkpoint is not None and outer == start_outer:
+                results = load_blocks(checkpoint, n, outer, solvers, ledger)
+                if results and progress:
+                    progress({"event": "resumed_states", "players": n, "outer_iteration": outer + 1,
+                              "done": len(results), "states": m})
+            ticker = _Ticker(progress, n, outer + 1, m, done=len(results))
 
             target = _inner_target(gamma, log, loose, m)
             screen = _screens(gamma, log, loose, target)
 
-            def work(s: int) -> tuple[int, float, int]:
+            def work(s: int) -> tuple[int, Result]:
                 ws = pool.workspace()
                 ws.forget()  # a state's results must not depend on which states this thread ran before
                 solver = solvers[s]
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
                 if not fresh:
-                    then = gains_checked[s].max()
-                    bound = then + 2.0 * drift[s]
-                    if bound > target and checked_at[s] >= 0:
-                        U_then = utilities(solver.hand, {**lower_values, n: V_at[int(checked_at[s])]})
-                        bound = gain_bound(gains_checked[s], order_probs[s], U_then, U)
+                    then = ledger.gains[s].max()
+                    bound = then + 2.0 * ledger.drift[s]
+                    if bound > target and ledger.checked_at[s] >= 0:
+                        U_then = utilities(solver.hand, {**lower_values, n: ledger.V_at[int(ledger.checked_at[s])]})
+                        bound = gain_bound(ledger.gains[s], ledger.order_probs[s], U_then, U)
                         if bound > target and solver.margins is not None:
                             bound = min(bound, margin_bound(solver.strategy(), solver.margins,
                                                             solver.hand.node_actor, solver.hand.term_orders, U_then, U))
                     rigorous = bound <= target
                     if rigorous or (screen and np.isfinite(then) and then + SCREEN_FRACTION * (bound - then) <= target):
-                        skipped[s], screened[s] = rigorous, not rigorous
+                        ledger.skipped[s], ledger.screened[s] = rigorous, not rigorous
+                        ledger.bound[s] = bound
                         ticker.tick()
-                        return s, bound, 0
+                        return s, Result(float(bound), 0, bool(rigorous), not rigorous)
                 if fresh:
                     # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     if source[s] >= 0:
@@ -451,72 +469,85 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     e = np.inf
                 else:
                     e, gains = solver.exploitability(U, ws=ws)
-                    gains_checked[s] = gains
+                    ledger.gains[s] = gains
                 spent = 0
                 if e > target:
                     if not fresh:
                         prepare_resolve(solver, e, target)
                     e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                             max_iterations=max_iterations)
-                    gains_checked[s] = solver.gains
+                    ledger.gains[s] = solver.gains
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 if keep_jam_chances:
                     solver.keep_jam_chances(ws)
-                order_probs[s] = solver.order_probs.copy()
-                drift[s] = 0.0
-                checked_at[s] = outer
+                ledger.order_probs[s] = solver.order_probs.copy()
+                ledger.drift[s] = 0.0
+                ledger.checked_at[s] = outer
+                ledger.bound[s] = e
                 ticker.tick()
-                return s, e, spent
+                return s, Result(float(e), int(spent), False, False)
 
-            V_at[outer] = V
-            if outer == 0:  # first solves, wave after wave (see warm_start_waves)
-                results = [r for w in range(int(wave.max(initial=-1)) + 1) for r in pool.map(work, order[wave[order] == w])]
-            else:
-                results = pool.map(work, order)
-            referenced = set(checked_at.tolist())
-            for k in [k for k in V_at if k not in referenced]:
-                del V_at[k]
-            spent_total = 0
-            updated = 0
-            for s, e, spent in results:
-                expl[s] = e
-                spent_total += spent
-                updated += spent > 0
-            V_new = evaluate_layer(hands, order_probs, n, lower_values)
+            ledger.V_at[outer] = V
+            # first solves wave after wave (see warm_start_waves), later ones all at once
+            segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
+                else [order]
+            pending: list[int] = []  # finished since the last block was saved
+            last_save = time.perf_counter()
+            for segment in segments:
+                for s, result in pool.imap(work, [s for s in segment.tolist() if s not in results]):
+                    results[s] = result
+                    pending.append(s)
+                    if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
+                        save_block(checkpoint, n, outer, pending, results, solvers, ledger)
+                        if progress:
+                            progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
+                                      "states": len(pending), "done": len(results), "wall_s": time.perf_counter() - t0})
+                        pending, last_save = [], time.perf_counter()
+            referenced = set(ledger.checked_at.tolist())
+            for k in [k for k in ledger.V_at if k not in referenced]:
+                del ledger.V_at[k]
+            spent_total = sum(r.spent for r in results.values())
+            updated = sum(r.spent > 0 for r in results.values())
+            V_new = evaluate_layer(hands, ledger.order_probs, n, lower_values)
             moved = np.abs(V_new - V).max(axis=1)
             delta = float(moved.max()) if m else 0.0
             for s_, succ in enumerate(successors):
                 if len(succ):
-                    drift[s_] += moved[succ].max()
+                    ledger.drift[s_] += moved[succ].max()
             V = V_new
             entry = {"players": n, "outer_iteration": outer + 1, "target": target, "states_updated": int(updated),
-                     "states_skipped": int(skipped.sum()), "states_screened": int(screened.sum()),
+                     "states_skipped": int(ledger.skipped.sum()), "states_screened": int(ledger.screened.sum()),
                      "cfr_iterations": int(spent_total), "max_delta_v": delta,
-                     "max_exploitability": float(expl.max()), "wall_s": time.perf_counter() - t0}
+                     "max_exploitability": float(ledger.bound.max()) if m else 0.0,
+                     "wall_s": time.perf_counter() - t0}
             log.append(entry)
             if progress:
                 progress({"event": "outer", **entry})
             if checkpoint is not None:
-                _save_checkpoint(checkpoint / f"layer{n}.npz", V, log, outer + 1, solvers)
+                save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
             if updated == 0 and target <= gamma and not screen:
+                converged = True
                 break
-        # states skipped or screened in the last outer iteration carry a bound: measure them exactly
-        values = {**lower_values, n: V}
+        if not finished:
+            # states skipped or screened in the last outer iteration carry a bound: measure them exactly
+            values = {**lower_values, n: V}
 
-        def measure(s: int) -> None:
-            solver = solvers[s]
-            ws = pool.workspace()
-            ws.forget()
-            expl[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
+            def measure(s: int) -> None:
+                solver = solvers[s]
+                ws = pool.workspace()
+                ws.forget()
+                ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
 
-        pool.map(measure, np.flatnonzero(skipped | screened))
+            pool.map(measure, np.flatnonzero(ledger.skipped | ledger.screened))
+            if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
+                save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
         pool.close()
     if progress:
         progress({"event": "layer_done", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     return LayerSolution(players=n, stacks=stacks, values=V, strategy=[s.strategy() for s in solvers],
-                         exploitability=expl, iterations=np.array([s.iterations for s in solvers]), hands=hands,
-                         order_probs=order_probs, log=log)
+                         exploitability=ledger.bound.copy(), iterations=np.array([s.iterations for s in solvers]),
+                         hands=hands, order_probs=ledger.order_probs, log=log)
 
 
 def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
@@ -529,70 +560,3 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
         solved[n] = solve_layer(units, n, payouts, gamma, tensors, lower, threads=threads, checkpoint=checkpoint,
                                 progress=progress)
     return solved
-
-
-LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
-              "states_screened": int, "cfr_iterations": int, "max_delta_v": float, "max_exploitability": float,
-              "wall_s": float}
-"""Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
-
-_SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
-"""Per-state arrays a checkpoint keeps. Outer iterations end with every solve finished, and a
-finished solve keeps its certified profile (``solution``), not an average."""
-
-
-def _save_checkpoint(path: Path, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver]) -> None:
-    """Everything a resumed solve needs, written to a temp file and renamed into place.
-
-    An ``.npz`` (readable by ``np.load``) written one array at a time, and the per-state arrays
-    streamed state by state under one ``.npy`` header each, so saving needs no copy of the
-    solvers' memory (the 45-unit 5-player layer's solvers hold about 17 GiB).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    sizes = np.array([len(s.hand.node_actor) for s in solvers], dtype=np.int64)
-    small = {"V": V, "outer": np.array(outer), "sizes": sizes,
-             "log": np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
-             "log_keys": np.array(list(LOG_FIELDS)),
-             "iterations": np.array([s.iterations for s in solvers]),
-             "has_solution": np.array([s.solution is not None for s in solvers])}
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float64)), "fortran_order": False,
-              "shape": (int(sizes.sum()), NC)}
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, array in small.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, array, allow_pickle=False)
-        for name in (*_SOLVER_ARRAYS, "solution"):  # (rows, 169) float64, one state's rows after the other
-            with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array_header_1_0(f, header)
-                for s in solvers:
-                    part = s.strategy() if name == "solution" else getattr(s, name)
-                    f.write(np.ascontiguousarray(part, dtype=np.float64).tobytes())
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: Path, solvers: list[HandSolver]) -> tuple[np.ndarray, list[dict], int]:
-    data = np.load(path)
-    sizes = np.array([len(s.hand.node_actor) for s in solvers])
-    if not np.array_equal(sizes, data["sizes"]):
-        raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    # each array is read from the file once (indexing the NpzFile re-reads the whole array)
-    for name in _SOLVER_ARRAYS:
-        whole = data[name]
-        for i, s in enumerate(solvers):
-            getattr(s, name)[:] = whole[offsets[i]:offsets[i + 1]]
-    iterations = data["iterations"]
-    has_solution = data["has_solution"] if "has_solution" in data else np.zeros(len(solvers), bool)
-    solution = data["solution"] if has_solution.any() else None
-    for i, s in enumerate(solvers):
-        s.iterations = int(iterations[i])
-        s.restart_average()
-        if has_solution[i]:
-            s.solution = solution[offsets[i]:offsets[i + 1]].copy()
-    keys = [str(k) for k in data["log_keys"]]
-    log = []
-    for row in data["log"]:
-        saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
-        log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
-    return data["V"], log, int(data["outer"])

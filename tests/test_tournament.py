@@ -67,34 +67,110 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
 
 
 def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
-    """The array-at-a-time checkpoint file restores regrets, predictions, iteration counts and certified
-    profiles bit for bit (the average only lives during a solve)."""
+    """The array-at-a-time checkpoint file restores each state's record bit for bit: regrets,
+    predictions, iteration count, certified profile and its gains, decision margins, and what the
+    layer solve knows about it (the average only lives during a solve)."""
     from engine.cfr import HandSolver
-    from engine.tournament import _save_checkpoint, compile_layer, load_checkpoint
+    from engine.checkpoint import Ledger, load_layer, save_layer
+    from engine.tournament import compile_layer
 
-    lower = {2: solved[2].values}
     _, hands = compile_layer(6, 3, PAYOUTS)
     solvers = [HandSolver(h, tiny_tensors) for h in hands]
+    ledger = Ledger.empty([len(h.term_kind) for h in hands], 3)
     rng = np.random.default_rng(4)
     for i, s in enumerate(solvers):
         for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
             getattr(s, name)[:] = rng.random(getattr(s, name).shape)
         s.iterations = int(rng.integers(1, 100))
         s.solution = rng.random(s.regret_jam.shape) if i % 2 else None
-    V = rng.random((len(hands), 3))
+        s.gains = rng.random(3) if i % 2 else None
+        s.margins = tuple(rng.random(s.regret_jam.shape).astype(np.float32) for _ in range(2)) if i % 3 else None
+        ledger.order_probs[i] = rng.random(ledger.order_probs[i].shape)
+    m = len(hands)
+    ledger.bound[:], ledger.gains[:], ledger.drift[:] = rng.random(m), rng.random((m, 3)), rng.random(m)
+    ledger.checked_at[:] = rng.integers(-1, 2, m)
+    ledger.skipped[:], ledger.screened[:] = rng.random(m) < 0.5, rng.random(m) < 0.3
+    ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
+    V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
             "states_screened": 3, "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
-    _save_checkpoint(tmp_path / "layer3.npz", V, log, 1, solvers)
+    save_layer(tmp_path, 3, V, log, 1, solvers, ledger)
     back = [HandSolver(h, tiny_tensors) for h in hands]
-    V2, log2, outer = load_checkpoint(tmp_path / "layer3.npz", back)
-    assert np.array_equal(V2, V) and log2 == log and outer == 1 and not list(tmp_path.glob("*.tmp*"))
+    ledger_back = Ledger.empty([len(h.term_kind) for h in hands], 3)
+    V2, log2, outer, finished = load_layer(tmp_path, 3, back, ledger_back)
+    assert np.array_equal(V2, V) and log2 == log and outer == 1 and not finished
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["layer3.npz"]
     for s, t in zip(solvers, back):
         for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
             assert np.array_equal(getattr(s, name), getattr(t, name))
         assert s.iterations == t.iterations and t.avg_num is None and t.avg_start == t.iterations
-        assert (t.solution is None) == (s.solution is None)
-        if s.solution is not None:
-            assert np.array_equal(s.solution, t.solution)
+        for name in ("solution", "gains"):
+            assert (getattr(t, name) is None) == (getattr(s, name) is None)
+            if getattr(s, name) is not None:
+                assert np.array_equal(getattr(s, name), getattr(t, name))
+        assert (t.margins is None) == (s.margins is None)
+        if s.margins is not None:
+            assert all(np.array_equal(a, b) for a, b in zip(s.margins, t.margins))
+    for name in ("bound", "gains", "drift", "checked_at", "skipped", "screened"):
+        assert np.array_equal(getattr(ledger, name), getattr(ledger_back, name)), name
+    assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_back.order_probs))
+    assert ledger_back.V_at.keys() == ledger.V_at.keys()
+    assert all(np.array_equal(ledger.V_at[k], ledger_back.V_at[k]) for k in ledger.V_at)
+
+
+def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monkeypatch):
+    """Killed twice inside an outer iteration (the first time among the first outer iteration's
+    warm-started waves), the solve resumes with the states its block checkpoints hold, does not
+    solve them again, and ends exactly where a solve never interrupted does; asked again, the
+    finished layer is read back without any work."""
+    import engine.tournament as tournament
+
+    # the kept depth-2 jam chances are a cache updated incrementally: rebuilt after a resume they
+    # differ in the last bits, so without them the two paths must agree to the bit
+    monkeypatch.setattr(tournament, "JAM_CHANCE_BUDGET", 0)
+    lower = {2: solve_layer(8, 2, PAYOUTS, GAMMA, tiny_tensors, {}, threads=1).values}
+    whole = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    assert len(whole.log) >= 3
+
+    class Interrupt(Exception):
+        pass
+
+    events: list[dict] = []
+
+    def stop_at(outer: int, blocks: int):
+        def progress(event: dict) -> None:
+            events.append(event)
+            saved = [e for e in events if e["event"] == "block_saved" and e["outer_iteration"] == outer]
+            if len(saved) == blocks:
+                raise Interrupt
+        return progress
+
+    for outer in (1, 3):
+        events.clear()
+        with pytest.raises(Interrupt):
+            solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
+                        checkpoint_every=0.0, progress=stop_at(outer, 5))
+        assert len(list(tmp_path.glob(f"layer3.outer{outer - 1}.block*.npz"))) == 5
+    events.clear()
+    resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
+                          progress=events.append)
+    assert [e["outer"] for e in events if e["event"] == "resumed"] == [2]
+    assert [e["done"] for e in events if e["event"] == "resumed_states"] == [5]
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
+
+    def same(a, b):
+        assert np.array_equal(a.values, b.values) and np.array_equal(a.exploitability, b.exploitability)
+        assert np.array_equal(a.iterations, b.iterations)  # no state was solved twice
+        assert all(np.array_equal(x, y) for x, y in zip(a.strategy, b.strategy))
+        assert [{k: v for k, v in e.items() if k != "wall_s"} for e in a.log] == \
+            [{k: v for k, v in e.items() if k != "wall_s"} for e in b.log]
+
+    same(resumed, whole)
+    events.clear()
+    again = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
+                        progress=events.append)
+    assert [e["event"] for e in events] == ["resumed", "layer_done"] and events[0]["finished"]
+    same(again, whole)
 
 
 @pytest.mark.parametrize("argv, message", [

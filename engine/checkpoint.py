@@ -1,0 +1,253 @@
+"""Checkpoints of a layer solve: a killed solve resumes where it stopped, on the same path.
+
+Two kinds of file in the checkpoint folder, each written to a temporary name and renamed into
+place (a file is complete or absent, never half written):
+
+- ``layer{n}.npz`` after every outer iteration: the layer values, the log, and every state's
+  record — its solver (regrets, predictions, certified profile, its gains, iteration count,
+  decision margins) and what the layer solve knows about it (gains and outcome probabilities when
+  last checked, which outer iteration's values that was against, the drift of its utilities
+  since, its exploitability bound). Also the values of the outer iterations that records refer
+  to, and whether the layer has finished.
+- ``layer{n}.outer{k}.block{b}.npz`` within outer iteration k, every few minutes: the records of
+  the states finished since the last block, with their results in that outer iteration. A
+  resumed outer iteration takes those states as done (a 5-player outer iteration is hours of
+  work; a 4-player one at 45 units 10–20 minutes). Blocks of an outer iteration are deleted once
+  its ``layer{n}.npz`` is written.
+
+A state's work depends only on its own record, its warm-start source's and the layer values, so
+a resumed solve takes the same path as one never interrupted; the one exception is the depth-2
+jam chances a layer keeps when they fit its memory budget (a cache updated incrementally, not
+saved: rebuilt from scratch they differ in the last bits).
+
+Arrays are streamed state by state under one ``.npy`` header each, so saving copies none of the
+solvers' memory (the 45-unit 5-player layer's solvers hold about 14 GiB). Files written before
+the state records existed still load: their states are simply checked afresh.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.cfr import NC, HandSolver
+
+LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
+              "states_screened": int, "cfr_iterations": int, "max_delta_v": float, "max_exploitability": float,
+              "wall_s": float}
+"""Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
+
+SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
+"""Per-state (nodes × 169) arrays of a solver that a checkpoint keeps besides its certified profile."""
+
+
+@dataclass
+class Ledger:
+    """What a layer solve knows about each of its m states between outer iterations.
+
+    ``gains`` ($ per player) and ``order_probs`` are those of the state's profile when last
+    checked, against the values of outer iteration ``checked_at`` (−1: never; ``V_at`` holds
+    those values while a state refers to them); ``drift`` ($) bounds how far its utilities moved
+    since; ``bound`` ($) is its exploitability or a bound on it; ``skipped`` / ``screened`` mark
+    the states of the last outer iteration that were not checked exactly.
+    """
+
+    bound: np.ndarray
+    gains: np.ndarray
+    drift: np.ndarray
+    checked_at: np.ndarray
+    skipped: np.ndarray
+    screened: np.ndarray
+    order_probs: list[np.ndarray]
+    V_at: dict[int, np.ndarray]
+
+    @classmethod
+    def empty(cls, terminals: list[int], n: int) -> "Ledger":
+        m = len(terminals)
+        return cls(bound=np.zeros(m), gains=np.full((m, n), np.inf), drift=np.zeros(m),
+                   checked_at=np.full(m, -1, np.int64), skipped=np.zeros(m, bool), screened=np.zeros(m, bool),
+                   order_probs=[np.zeros((t, 6)) for t in terminals], V_at={})
+
+
+@dataclass
+class Result:
+    """One state's outcome in an outer iteration: exploitability or bound ($), CFR+ iterations, how checked."""
+
+    bound: float
+    spent: int
+    skipped: bool
+    screened: bool
+
+
+def layer_path(folder: Path, n: int) -> Path:
+    return folder / f"layer{n}.npz"
+
+
+def block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
+    """(outer iteration, block number, path) of the layer's block files, in order."""
+    found = []
+    for p in folder.glob(f"layer{n}.outer*.block*.npz"):
+        match = re.fullmatch(rf"layer{n}\.outer(\d+)\.block(\d+)\.npz", p.name)
+        if match:
+            found.append((int(match[1]), int(match[2]), p))
+    return sorted(found)
+
+
+def _write(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]]) -> None:
+    """An .npz of ``small`` arrays and of streamed (rows, width) arrays written piece by piece."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, array in small.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, array, allow_pickle=False)
+        for name, (dtype, width, pieces) in streams.items():
+            rows = sum(len(p) for p in pieces)
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+                      "shape": (rows, width)}
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array_header_1_0(f, header)
+                for p in pieces:
+                    f.write(np.ascontiguousarray(p, dtype=dtype).tobytes())
+    os.replace(tmp, path)
+
+
+def _records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | None) -> tuple[dict, dict]:
+    """The small arrays and streams holding the records of ``states``."""
+    chosen = [solvers[s] for s in states]
+    n = chosen[0].hand.n_players if chosen else 0
+    small = {"states": states.astype(np.int64),
+             "sizes": np.array([len(s.hand.node_actor) for s in chosen], np.int64),
+             "iterations": np.array([s.iterations for s in chosen], np.int64),
+             "has_solution": np.array([s.solution is not None for s in chosen]),
+             "solver_gains": np.array([s.gains if s.gains is not None else np.full(n, np.nan) for s in chosen],
+                                      np.float64).reshape(len(chosen), n),
+             "has_margins": np.array([s.margins is not None for s in chosen])}
+    regret_dtype = chosen[0].regret_jam.dtype if chosen else np.float64
+    streams = {name: (regret_dtype, NC, [getattr(s, name) for s in chosen]) for name in SOLVER_ARRAYS}
+    streams["solution"] = (np.float64, NC, [s.strategy() for s in chosen])
+    with_margins = [s for s in chosen if s.margins is not None]
+    streams["margin_advantage"] = (np.float32, NC, [s.margins[0] for s in with_margins])
+    streams["margin_mass"] = (np.float32, NC, [s.margins[1] for s in with_margins])
+    if ledger is not None:
+        small.update(bound=ledger.bound[states], gains=ledger.gains[states], drift=ledger.drift[states],
+                     checked_at=ledger.checked_at[states], skipped=ledger.skipped[states],
+                     screened=ledger.screened[states],
+                     terminals=np.array([len(ledger.order_probs[s]) for s in states], np.int64))
+        streams["order_probs"] = (np.float64, 6, [ledger.order_probs[s] for s in states])
+    return small, streams
+
+
+def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver],
+               ledger: Ledger, finished: bool = False) -> None:
+    """The layer after ``outer`` outer iterations (``finished``: solved and measured); drops its blocks."""
+    small, streams = _records(np.arange(len(solvers)), solvers, ledger)
+    referenced = sorted(ledger.V_at)
+    small.update(V=V, outer=np.array(outer), finished=np.array(finished),
+                 log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
+                 log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
+                 V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
+    _write(layer_path(folder, n), small, streams)
+    for _, _, p in block_paths(folder, n):
+        p.unlink()
+
+
+def save_block(folder: Path, n: int, outer: int, states: list[int], results: dict[int, Result],
+               solvers: list[HandSolver], ledger: Ledger) -> Path:
+    """The records and results of ``states``, finished in outer iteration ``outer`` (0-based)."""
+    done = block_paths(folder, n)
+    number = max((b for o, b, _ in done if o == outer), default=-1) + 1
+    idx = np.array(states, np.int64)
+    small, streams = _records(idx, solvers, ledger)
+    small.update(result_bound=np.array([results[s].bound for s in states], np.float64),
+                 result_spent=np.array([results[s].spent for s in states], np.int64),
+                 result_skipped=np.array([results[s].skipped for s in states]),
+                 result_screened=np.array([results[s].screened for s in states]))
+    path = folder / f"layer{n}.outer{outer}.block{number:05d}.npz"
+    _write(path, small, streams)
+    return path
+
+
+def _restore(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarray:
+    """Put the records in ``data`` back into their solvers (and ledger); returns their state indices."""
+    states = data["states"] if "states" in data else np.arange(len(solvers))
+    sizes = np.array([len(solvers[s].hand.node_actor) for s in states])
+    if len(sizes) != len(data["sizes"]) or not np.array_equal(sizes, data["sizes"]):
+        raise ValueError("checkpoint does not match this game (delete it to start over)")
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for name in SOLVER_ARRAYS:  # each array is read once (indexing an NpzFile re-reads the whole array)
+        whole = data[name]
+        for i, s in enumerate(states):
+            getattr(solvers[s], name)[:] = whole[offsets[i]:offsets[i + 1]]
+    has_solution = data["has_solution"] if "has_solution" in data else np.zeros(len(states), bool)
+    solution = data["solution"] if has_solution.any() else None
+    solver_gains = data["solver_gains"] if "solver_gains" in data else None
+    has_margins = data["has_margins"] if "has_margins" in data else np.zeros(len(states), bool)
+    advantage = data["margin_advantage"] if has_margins.any() else None
+    mass = data["margin_mass"] if has_margins.any() else None
+    m_off = np.concatenate([[0], np.cumsum(np.where(has_margins, sizes, 0))])
+    for i, s in enumerate(states):
+        solver = solvers[s]
+        solver.iterations = int(data["iterations"][i])
+        solver.restart_average()
+        solver.solution = solution[offsets[i]:offsets[i + 1]].copy() if has_solution[i] else None
+        if solver_gains is not None and not np.isnan(solver_gains[i]).any():
+            solver.gains = solver_gains[i].copy()
+        solver.margins = (advantage[m_off[i]:m_off[i + 1]].copy(), mass[m_off[i]:m_off[i + 1]].copy()) \
+            if has_margins[i] else None
+    if ledger is not None and "gains" in data:
+        ledger.bound[states] = data["bound"]
+        ledger.gains[states] = data["gains"]
+        ledger.drift[states] = data["drift"]
+        ledger.checked_at[states] = data["checked_at"]
+        ledger.skipped[states] = data["skipped"]
+        ledger.screened[states] = data["screened"]
+        t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
+        probs = data["order_probs"]
+        for i, s in enumerate(states):
+            ledger.order_probs[s] = probs[t_off[i]:t_off[i + 1]].copy()
+    return states
+
+
+def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger | None = None
+               ) -> tuple[np.ndarray, list[dict], int, bool]:
+    """(values, log, outer iterations done, finished) from ``layer{n}.npz``, its records put back."""
+    path = layer_path(folder, n)
+    data = np.load(path)
+    try:
+        _restore(data, solvers, ledger)
+    except ValueError as exc:
+        raise ValueError(f"checkpoint {path}: {exc}") from None
+    if ledger is not None and "V_at_keys" in data:
+        ledger.V_at = {int(k): v for k, v in zip(data["V_at_keys"], data["V_at"])}
+    keys = [str(k) for k in data["log_keys"]]
+    log = []
+    for row in data["log"]:
+        saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
+        log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
+    finished = bool(data["finished"]) if "finished" in data else False
+    return data["V"], log, int(data["outer"]), finished
+
+
+def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], ledger: Ledger) -> dict[int, Result]:
+    """Results of the states finished in outer iteration ``outer`` before an interrupt, their records put
+    back; blocks of other outer iterations (left by a crash between a layer save and their deletion) are dropped."""
+    done: dict[int, Result] = {}
+    for o, _, path in block_paths(folder, n):
+        if o != outer:
+            path.unlink()
+            continue
+        data = np.load(path)
+        try:
+            states = _restore(data, solvers, ledger)
+        except ValueError as exc:
+            raise ValueError(f"checkpoint {path}: {exc}") from None
+        for i, s in enumerate(states):
+            done[int(s)] = Result(float(data["result_bound"][i]), int(data["result_spent"][i]),
+                                  bool(data["result_skipped"][i]), bool(data["result_screened"][i]))
+    return done
