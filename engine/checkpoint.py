@@ -10,7 +10,7 @@ place (a file is complete or absent, never half written):
   since, its exploitability bound). Also the values of the outer iterations that records refer
   to, and whether the layer has finished.
 - ``layer{n}.outer{k}.block{b}.npz`` within outer iteration k, every few minutes: the records of
-  the states finished since the last block, with their results in that outer iteration. A
+  the states finished since the last block, with the CFR+ iterations each spent. A
   resumed outer iteration takes those states as done (a 5-player outer iteration is hours of
   work; a 4-player one at 45 units 10–20 minutes). Blocks of an outer iteration are deleted once
   its ``layer{n}.npz`` is written.
@@ -72,16 +72,6 @@ class Ledger:
         return cls(bound=np.zeros(m), gains=np.full((m, n), np.inf), drift=np.zeros(m),
                    checked_at=np.full(m, -1, np.int64), skipped=np.zeros(m, bool), screened=np.zeros(m, bool),
                    order_probs=[np.zeros((t, 6)) for t in terminals], V_at={})
-
-
-@dataclass
-class Result:
-    """One state's outcome in an outer iteration: exploitability or bound ($), CFR+ iterations, how checked."""
-
-    bound: float
-    spent: int
-    skipped: bool
-    screened: bool
 
 
 def layer_path(folder: Path, n: int) -> Path:
@@ -157,17 +147,15 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
         p.unlink()
 
 
-def save_block(folder: Path, n: int, outer: int, states: list[int], results: dict[int, Result],
+def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: list[int],
                solvers: list[HandSolver], ledger: Ledger) -> Path:
-    """The records and results of ``states``, finished in outer iteration ``outer`` (0-based)."""
+    """The records of ``states``, finished in outer iteration ``outer`` (0-based), and the CFR+
+    iterations each spent in it (their bounds and how they were checked are in the ledger)."""
     done = block_paths(folder, n)
     number = max((b for o, b, _ in done if o == outer), default=-1) + 1
     idx = np.array(states, np.int64)
     small, streams = _records(idx, solvers, ledger)
-    small.update(result_bound=np.array([results[s].bound for s in states], np.float64),
-                 result_spent=np.array([results[s].spent for s in states], np.int64),
-                 result_skipped=np.array([results[s].skipped for s in states]),
-                 result_screened=np.array([results[s].screened for s in states]))
+    small.update(spent=np.array([spent[s] for s in states], np.int64))
     path = folder / f"layer{n}.outer{outer}.block{number:05d}.npz"
     _write(path, small, streams)
     return path
@@ -234,10 +222,11 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
     return data["V"], log, int(data["outer"]), finished
 
 
-def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], ledger: Ledger) -> dict[int, Result]:
-    """Results of the states finished in outer iteration ``outer`` before an interrupt, their records put
-    back; blocks of other outer iterations (left by a crash between a layer save and their deletion) are dropped."""
-    done: dict[int, Result] = {}
+def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], ledger: Ledger) -> dict[int, int]:
+    """CFR+ iterations spent by each state finished in outer iteration ``outer`` before an interrupt,
+    their records put back; blocks of other outer iterations (left by a crash between a layer save
+    and their deletion) are dropped."""
+    done: dict[int, int] = {}
     for o, _, path in block_paths(folder, n):
         if o != outer:
             path.unlink()
@@ -247,7 +236,5 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], led
             states = _restore(data, solvers, ledger)
         except ValueError as exc:
             raise ValueError(f"checkpoint {path}: {exc}") from None
-        for i, s in enumerate(states):
-            done[int(s)] = Result(float(data["result_bound"][i]), int(data["result_spent"][i]),
-                                  bool(data["result_skipped"][i]), bool(data["result_screened"][i]))
+        done.update(zip(states.tolist(), data["spent"].tolist()))
     return done

@@ -36,7 +36,7 @@ import numpy as np
 
 from engine import equity_models, states
 from engine.cfr import NC, HandSolver, SolverTensors, Workspace
-from engine.checkpoint import Ledger, Result, layer_path, load_blocks, load_layer, save_block, save_layer
+from engine.checkpoint import Ledger, layer_path, load_blocks, load_layer, save_block, save_layer
 from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import BIG_BLIND, SMALL_BLIND, hand_tree
 from engine.policy_evaluation import evaluate_layer
@@ -430,18 +430,18 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             values = {**lower_values, n: V}
             ledger.skipped[:] = False
             ledger.screened[:] = False
-            results: dict[int, Result] = {}
+            spent: dict[int, int] = {}  # CFR+ iterations per state finished in this outer iteration
             if checkpoint is not None and outer == start_outer:
-                results = load_blocks(checkpoint, n, outer, solvers, ledger)
-                if results and progress:
+                spent = load_blocks(checkpoint, n, outer, solvers, ledger)
+                if spent and progress:
                     progress({"event": "resumed_states", "players": n, "outer_iteration": outer + 1,
-                              "done": len(results), "states": m})
-            ticker = _Ticker(progress, n, outer + 1, m, done=len(results))
+                              "done": len(spent), "states": m})
+            ticker = _Ticker(progress, n, outer + 1, m, done=len(spent))
 
             target = _inner_target(gamma, log, loose, m)
             screen = _screens(gamma, log, loose, target)
 
-            def work(s: int) -> tuple[int, Result]:
+            def work(s: int) -> tuple[int, int]:
                 ws = pool.workspace()
                 ws.forget()  # a state's results must not depend on which states this thread ran before
                 solver = solvers[s]
@@ -461,7 +461,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                         ledger.skipped[s], ledger.screened[s] = rigorous, not rigorous
                         ledger.bound[s] = bound
                         ticker.tick()
-                        return s, Result(float(bound), 0, bool(rigorous), not rigorous)
+                        return s, 0
                 if fresh:
                     # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     if source[s] >= 0:
@@ -470,12 +470,12 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 else:
                     e, gains = solver.exploitability(U, ws=ws)
                     ledger.gains[s] = gains
-                spent = 0
+                its = 0
                 if e > target:
                     if not fresh:
                         prepare_resolve(solver, e, target)
-                    e, spent = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
-                                            max_iterations=max_iterations)
+                    e, its = solver.solve(U, target, ws=ws, batch=batch, delay=2 if fresh else 0,
+                                          max_iterations=max_iterations)
                     ledger.gains[s] = solver.gains
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 if keep_jam_chances:
@@ -485,7 +485,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 ledger.checked_at[s] = outer
                 ledger.bound[s] = e
                 ticker.tick()
-                return s, Result(float(e), int(spent), False, False)
+                return s, its
 
             ledger.V_at[outer] = V
             # first solves wave after wave (see warm_start_waves), later ones all at once
@@ -494,20 +494,20 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             pending: list[int] = []  # finished since the last block was saved
             last_save = time.perf_counter()
             for segment in segments:
-                for s, result in pool.imap(work, [s for s in segment.tolist() if s not in results]):
-                    results[s] = result
+                for s, its in pool.imap(work, [s for s in segment.tolist() if s not in spent]):
+                    spent[s] = its
                     pending.append(s)
                     if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-                        save_block(checkpoint, n, outer, pending, results, solvers, ledger)
+                        save_block(checkpoint, n, outer, spent, pending, solvers, ledger)
                         if progress:
                             progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
-                                      "states": len(pending), "done": len(results), "wall_s": time.perf_counter() - t0})
+                                      "states": len(pending), "done": len(spent), "wall_s": time.perf_counter() - t0})
                         pending, last_save = [], time.perf_counter()
             referenced = set(ledger.checked_at.tolist())
             for k in [k for k in ledger.V_at if k not in referenced]:
                 del ledger.V_at[k]
-            spent_total = sum(r.spent for r in results.values())
-            updated = sum(r.spent > 0 for r in results.values())
+            spent_total = sum(spent.values())
+            updated = sum(its > 0 for its in spent.values())
             V_new = evaluate_layer(hands, ledger.order_probs, n, lower_values)
             moved = np.abs(V_new - V).max(axis=1)
             delta = float(moved.max()) if m else 0.0
