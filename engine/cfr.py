@@ -30,7 +30,8 @@ own play, so his best-response gain is Σ_{h of k} Σ_c [max(cf_jam, cf_fold) �
 (1 − σ) cf_fold)], in $ averaged over the deal (:func:`exploitability_from_cf`).
 
 **CFR+** (Tammelin 2014): regret-matching+ (cumulative regrets floored at zero), simultaneous
-updates, linearly weighted average strategy; the average is the solver's output.
+updates, here predictive and with linearly discounted regrets (see :class:`HandSolver`); the
+first iterate within the target (else the average strategy) is the solver's output.
 """
 
 from __future__ import annotations
@@ -789,7 +790,18 @@ class HandSolver:
     cumulative regrets floored at zero, as in CFR+, but each strategy is computed from the
     regrets plus the last instantaneous regret (the prediction), and the average weights
     iterate t by t². On our hands it needs about 40 % fewer iterations than plain CFR+ for the
-    same exploitability; the average strategy is the solver's output.
+    same exploitability; the average strategy is the fallback output.
+
+    The cumulative regrets are also discounted linearly, as in linear CFR (Brown & Sandholm 2019):
+    before iteration t adds its regrets, the sum is multiplied by t/(t + 1), so iteration s
+    weighs s + 1 in the sum instead of 1. Early iterates, far from equilibrium, stop holding the
+    near-indifferent classes back. t is :attr:`regret_weight` + 1, the iterations' worth of
+    regret the solver holds (a warm start or a rescale sets it; see
+    :func:`engine.tournament.prepare_resolve`). Cold solves to $0.0001 with ICM successor values
+    (45 units, sampled tables, iterations until an iterate is within target): 10 three-player
+    states 735 iterations undiscounted, 207 linear (weights s^1.5: 343 via DCFR's t^1.5/(t^1.5 + 1)
+    factor; s^2: 440; s^3: 426; constant factor 0.9: 480); 8 four-player states 1,307
+    undiscounted, 498 linear (s^0.5: 481, s^1.5: 446, but those lose on three players).
     """
 
     def __init__(self, hand: CompiledHand, tensors: SolverTensors):
@@ -804,6 +816,7 @@ class HandSolver:
         self.avg_num: np.ndarray | None = None  # allocated while a solve averages (see restart_average)
         self.avg_den = 0.0
         self.iterations = 0
+        self.regret_weight = 0.0  # iterations' worth of regret held: the discount clock (see above)
         self.avg_start = 0
         self.solution: np.ndarray | None = None  # the profile certified by the last solve
         self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
@@ -933,8 +946,11 @@ class HandSolver:
             if target is not None:
                 gains = exploitability_from_cf(sigma, cf_fold, cf_jam, self.hand.node_actor, self.hand.n_players)
                 e = float(gains.max()) if len(gains) else 0.0
-            cfr_plus_update(sigma, cf_fold, cf_jam, self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold)
+            discount = (self.regret_weight + 1.0) / (self.regret_weight + 2.0)
+            cfr_plus_update(sigma, cf_fold, cf_jam, self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold,
+                            discount)
             self.iterations += 1
+            self.regret_weight += 1.0
             since = self.iterations - self.avg_start
             if since > delay:
                 w = float(since - delay) ** 2
@@ -1012,8 +1028,9 @@ def current_strategy(regret_jam, regret_fold, pred_jam, pred_fold):
 
 
 @nb.njit(cache=True, nogil=True)
-def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold):
-    """Add the instantaneous regrets of ``sigma`` (floored at zero) and keep them as the next prediction."""
+def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, discount=1.0):
+    """Multiply the regrets by ``discount``, add the instantaneous regrets of ``sigma`` (floored at zero)
+    and keep those as the next prediction."""
     K = sigma.shape[0]
     for h in range(K):
         for c in range(NC):
@@ -1021,8 +1038,8 @@ def cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, p
             s = sigma[h, c]
             ij = (1.0 - s) * diff
             ifo = -s * diff
-            rj = regret_jam[h, c] + ij
-            rf = regret_fold[h, c] + ifo
+            rj = discount * regret_jam[h, c] + ij
+            rf = discount * regret_fold[h, c] + ifo
             regret_jam[h, c] = rj if rj > 0.0 else 0.0
             regret_fold[h, c] = rf if rf > 0.0 else 0.0
             pred_jam[h, c] = ij

@@ -114,6 +114,7 @@ def _records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | Non
     small = {"states": states.astype(np.int64),
              "sizes": np.array([len(s.hand.node_actor) for s in chosen], np.int64),
              "iterations": np.array([s.iterations for s in chosen], np.int64),
+             "regret_weight": np.array([s.regret_weight for s in chosen], np.float64),
              "has_solution": np.array([s.solution is not None for s in chosen]),
              "solver_gains": np.array([s.gains if s.gains is not None else np.full(n, np.nan) for s in chosen],
                                       np.float64).reshape(len(chosen), n),
@@ -182,6 +183,8 @@ def _restore(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarr
     for i, s in enumerate(states):
         solver = solvers[s]
         solver.iterations = int(data["iterations"][i])
+        # (checkpoints from before the discounted regrets hold a plain sum over their iterations)
+        solver.regret_weight = float(data["regret_weight"][i]) if "regret_weight" in data else float(solver.iterations)
         solver.restart_average()
         solver.solution = solution[offsets[i]:offsets[i + 1]].copy() if has_solution[i] else None
         if solver_gains is not None and not np.isnan(solver_gains[i]).any():

@@ -143,11 +143,12 @@ the target exploitable (see :func:`prepare_resolve`)."""
 
 
 def _rescale_regrets(solver: HandSolver) -> None:
-    if RESTART_WEIGHT is None or solver.iterations == 0:
+    if RESTART_WEIGHT is None or solver.regret_weight == 0.0:
         return
-    scale = RESTART_WEIGHT / solver.iterations
+    scale = RESTART_WEIGHT / solver.regret_weight
     for arr in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold):
         arr *= scale
+    solver.regret_weight = RESTART_WEIGHT
 
 
 def prepare_resolve(solver: HandSolver, exploitability: float, target: float) -> bool:
@@ -266,6 +267,7 @@ def _warm_start(solver: HandSolver, other: HandSolver) -> None:
         solver.regret_fold[:] = other.regret_fold
         solver.pred_jam[:] = other.pred_jam
         solver.pred_fold[:] = other.pred_fold
+        solver.regret_weight = other.regret_weight
 
 
 def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:

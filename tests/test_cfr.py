@@ -488,3 +488,21 @@ def test_kept_margins_are_advantages_and_reach_masses(tensors, stacks):
     np.testing.assert_allclose(mass, reach["cf_fold"], rtol=1e-6, atol=1e-12)
     np.testing.assert_allclose(mass, reach["cf_jam"], rtol=1e-6, atol=1e-12)
     assert mass.max() > 0
+
+
+def test_regrets_are_discounted_linearly(tensors):
+    """Iteration t multiplies the regrets by t/(t + 1) before adding its own (floored at zero), t counted by
+    the regret weight: replayed in plain numpy from the pass's counterfactual values."""
+    payouts = (50.0, 30.0, 20.0)
+    tree, hand, solver, ev = make_case((12, 14, 19), tensors, payouts)
+    U = utilities(hand, harville_values(45, 3, payouts))
+    R = np.zeros((2,) + solver.regret_jam.shape)
+    for t in range(1, 7):
+        sigma = solver.current_strategy()
+        _, cf_fold, cf_jam, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U)
+        diff = cf_jam - cf_fold
+        R = np.maximum(R * t / (t + 1) + np.stack([(1 - sigma) * diff, -sigma * diff]), 0.0)
+        solver.iterate(U, 1)
+        assert solver.regret_weight == t
+        np.testing.assert_allclose(solver.regret_jam, R[0], rtol=1e-5, atol=1e-9)
+        np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)

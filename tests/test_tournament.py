@@ -68,7 +68,7 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
 
 def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     """The array-at-a-time checkpoint file restores each state's record bit for bit: regrets,
-    predictions, iteration count, certified profile and its gains, decision margins, and what the
+    predictions, iteration count and regret weight, certified profile and its gains, decision margins, and what the
     layer solve knows about it (the average only lives during a solve)."""
     from engine.cfr import HandSolver
     from engine.checkpoint import Ledger, load_layer, save_layer
@@ -82,6 +82,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
             getattr(s, name)[:] = rng.random(getattr(s, name).shape)
         s.iterations = int(rng.integers(1, 100))
+        s.regret_weight = float(rng.random() * s.iterations)
         s.solution = rng.random(s.regret_jam.shape) if i % 2 else None
         s.gains = rng.random(3) if i % 2 else None
         s.margins = tuple(rng.random(s.regret_jam.shape).astype(np.float32) for _ in range(2)) if i % 3 else None
@@ -104,6 +105,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
             assert np.array_equal(getattr(s, name), getattr(t, name))
         assert s.iterations == t.iterations and t.avg_num is None and t.avg_start == t.iterations
+        assert s.regret_weight == t.regret_weight
         for name in ("solution", "gains"):
             assert (getattr(t, name) is None) == (getattr(s, name) is None)
             if getattr(s, name) is not None:
@@ -210,10 +212,12 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
         solver = HandSolver(hands[0], tiny_tensors)
         solver.regret_jam[:] = rng.random(solver.regret_jam.shape)
         solver.iterations = 40
+        solver.regret_weight = 25.0  # (discounted: fewer iterations' worth than were run)
         before = solver.regret_jam.copy()
         assert prepare_resolve(solver, e, 1e-3) is rescaled
-        expected = before * (tournament.RESTART_WEIGHT / 40) if rescaled else before
+        expected = before * (tournament.RESTART_WEIGHT / 25) if rescaled else before
         np.testing.assert_allclose(solver.regret_jam, expected, rtol=1e-6)
+        assert solver.regret_weight == (tournament.RESTART_WEIGHT if rescaled else 25.0)
         assert solver.avg_start == 40 and solver.avg_num is None
 
 
