@@ -137,7 +137,7 @@ RESTART_WEIGHT: float | None = 2.0
 iterations' worth before CFR+ continues (None keeps them as they are); see
 :func:`engine.model_strategies.warm_start`."""
 
-RESCALE_ABOVE = 3.0
+RESCALE_ABOVE = 30.0
 """A re-solve keeps the state's regrets as they are while its profile is at most this many times
 the target exploitable (see :func:`prepare_resolve`)."""
 
@@ -171,6 +171,12 @@ def prepare_resolve(solver: HandSolver, exploitability: float, target: float) ->
     each), but the re-solves kept their whole history and the layer's result depended on the
     path: a 6-unit game solved in one go and resumed from a checkpoint ended 0.22 $ apart, both
     within gamma = 0.001 everywhere (with rescaling, within 0.005).
+
+    Those figures predate the linearly discounted regrets (see :class:`engine.cfr.HandSolver`),
+    which forget old iterations by themselves, so the threshold was measured again (2 cores,
+    sampled tables, one run each, whole layer): gs08's 3-player layer 93 s at 3×, 77 s at 10×,
+    76 s at 30×, 79 s never rescaling; the 16-unit 4-player layer 140 s at 3×, 118–122 s at 10×,
+    98 s at 30×, 128 s at 100×, 148 s never.
     """
     rescale = exploitability > RESCALE_ABOVE * target
     if rescale:

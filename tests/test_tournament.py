@@ -208,7 +208,7 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     rng = np.random.default_rng(2)
-    for e, rescaled in ((2.9e-3, False), (3.1e-3, True)):
+    for e, rescaled in ((0.97 * tournament.RESCALE_ABOVE * 1e-3, False), (1.03 * tournament.RESCALE_ABOVE * 1e-3, True)):
         solver = HandSolver(hands[0], tiny_tensors)
         solver.regret_jam[:] = rng.random(solver.regret_jam.shape)
         solver.iterations = 40
