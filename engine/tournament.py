@@ -267,7 +267,7 @@ def warm_start_waves(stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _warm_start(solver: HandSolver, other: HandSolver) -> None:
-    """Copy a solved neighbour's regrets and predictions into a never-solved state's solver."""
+    """Copy a solved neighbour's regrets, predictions and regret weight into a never-solved state's solver."""
     if other.iterations:
         solver.regret_jam[:] = other.regret_jam
         solver.regret_fold[:] = other.regret_fold
