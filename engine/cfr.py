@@ -779,6 +779,10 @@ exploitability target (values, counterfactual values and the certified profile s
 Halves the regrets: 45-unit 5-player layer, 134 → 80 KiB per state between solves."""
 
 
+REGRET_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
+"""A :class:`HandSolver`'s (nodes × 169) regret state: what a warm start copies and a checkpoint keeps."""
+
+
 class HandSolver:
     """CFR+ state of one state's hand (regrets, average strategy): small, kept for warm starts.
 
@@ -834,6 +838,23 @@ class HandSolver:
         self.avg_num = None
         self.avg_den = 0.0
         self.avg_start = self.iterations
+
+    def copy_regrets(self, other: "HandSolver") -> None:
+        """Start from ``other``'s regrets, predictions and regret weight (a hand of the same tree shape)."""
+        for name in REGRET_ARRAYS:
+            getattr(self, name)[:] = getattr(other, name)
+        self.regret_weight = other.regret_weight
+
+    def rescale_regrets(self, weight: float) -> None:
+        """Scale the regrets and predictions to ``weight`` iterations' worth; the discount clock follows.
+
+        Regret matching only reads their direction, so the strategy is unchanged, but a new
+        iteration's regrets now weigh against ``weight`` iterations instead of all those summed.
+        """
+        scale = weight / max(self.regret_weight, 1.0)
+        for name in REGRET_ARRAYS:
+            getattr(self, name)[:] *= scale
+        self.regret_weight = weight
 
     def evaluate(self, sigma: np.ndarray, U: np.ndarray, ws: Workspace | None = None, orders: bool = True):
         """Exact evaluation of ``sigma``: (root values $, cf_fold, cf_jam, order_probs), views into ``ws``.

@@ -35,16 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.cfr import NC, HandSolver
+from engine.cfr import NC, REGRET_ARRAYS, HandSolver
 
 LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
               "states_screened": int, "cfr_iterations": int, "max_delta_v": float, "max_exploitability": float,
               "wall_s": float}
 """Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
-
-SOLVER_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
-"""Per-state (nodes × 169) arrays of a solver that a checkpoint keeps besides its certified profile."""
-
 
 @dataclass
 class Ledger:
@@ -120,7 +116,7 @@ def _records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | Non
                                       np.float64).reshape(len(chosen), n),
              "has_margins": np.array([s.margins is not None for s in chosen])}
     regret_dtype = chosen[0].regret_jam.dtype if chosen else np.float64
-    streams = {name: (regret_dtype, NC, [getattr(s, name) for s in chosen]) for name in SOLVER_ARRAYS}
+    streams = {name: (regret_dtype, NC, [getattr(s, name) for s in chosen]) for name in REGRET_ARRAYS}
     streams["solution"] = (np.float64, NC, [s.strategy() for s in chosen])
     with_margins = [s for s in chosen if s.margins is not None]
     streams["margin_advantage"] = (np.float32, NC, [s.margins[0] for s in with_margins])
@@ -169,7 +165,7 @@ def _restore(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarr
     if len(sizes) != len(data["sizes"]) or not np.array_equal(sizes, data["sizes"]):
         raise ValueError("checkpoint does not match this game (delete it to start over)")
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    for name in SOLVER_ARRAYS:  # each array is read once (indexing an NpzFile re-reads the whole array)
+    for name in REGRET_ARRAYS:  # each array is read once (indexing an NpzFile re-reads the whole array)
         whole = data[name]
         for i, s in enumerate(states):
             getattr(solvers[s], name)[:] = whole[offsets[i]:offsets[i + 1]]

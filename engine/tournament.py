@@ -145,10 +145,7 @@ the target exploitable (see :func:`prepare_resolve`)."""
 def _rescale_regrets(solver: HandSolver) -> None:
     if RESTART_WEIGHT is None or solver.regret_weight == 0.0:
         return
-    scale = RESTART_WEIGHT / solver.regret_weight
-    for arr in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold):
-        arr *= scale
-    solver.regret_weight = RESTART_WEIGHT
+    solver.rescale_regrets(RESTART_WEIGHT)
 
 
 def prepare_resolve(solver: HandSolver, exploitability: float, target: float) -> bool:
@@ -269,11 +266,7 @@ def warm_start_waves(stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _warm_start(solver: HandSolver, other: HandSolver) -> None:
     """Copy a solved neighbour's regrets, predictions and regret weight into a never-solved state's solver."""
     if other.iterations:
-        solver.regret_jam[:] = other.regret_jam
-        solver.regret_fold[:] = other.regret_fold
-        solver.pred_jam[:] = other.pred_jam
-        solver.pred_fold[:] = other.pred_fold
-        solver.regret_weight = other.regret_weight
+        solver.copy_regrets(other)
 
 
 def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:

@@ -70,7 +70,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     """The array-at-a-time checkpoint file restores each state's record bit for bit: regrets,
     predictions, iteration count and regret weight, certified profile and its gains, decision margins, and what the
     layer solve knows about it (the average only lives during a solve)."""
-    from engine.cfr import HandSolver
+    from engine.cfr import REGRET_ARRAYS, HandSolver
     from engine.checkpoint import Ledger, load_layer, save_layer
     from engine.tournament import compile_layer
 
@@ -79,7 +79,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger = Ledger.empty([len(h.term_kind) for h in hands], 3)
     rng = np.random.default_rng(4)
     for i, s in enumerate(solvers):
-        for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
+        for name in REGRET_ARRAYS:
             getattr(s, name)[:] = rng.random(getattr(s, name).shape)
         s.iterations = int(rng.integers(1, 100))
         s.regret_weight = float(rng.random() * s.iterations)
@@ -102,7 +102,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     assert np.array_equal(V2, V) and log2 == log and outer == 1 and not finished
     assert sorted(p.name for p in tmp_path.iterdir()) == ["layer3.npz"]
     for s, t in zip(solvers, back):
-        for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
+        for name in REGRET_ARRAYS:
             assert np.array_equal(getattr(s, name), getattr(t, name))
         assert s.iterations == t.iterations and t.avg_num is None and t.avg_start == t.iterations
         assert s.regret_weight == t.regret_weight
