@@ -125,16 +125,31 @@ def _creators(node_depth: np.ndarray, node_fold: np.ndarray, node_jam: np.ndarra
 def utilities(hand: CompiledHand, values: dict[int, np.ndarray]) -> np.ndarray:
     """U[t, o, p] in $: prize paid now plus the value of the seat in the next state.
 
-    ``values[m]`` is the (states, m) value table of the m-player layer.
+    ``values[m]`` is the (states, m) value table of the m-player layer. A layer solve rebuilds
+    every state's utilities once or twice per outer iteration, so the gather is planned once per
+    hand (:func:`_utility_plan`) and done with one fancy index per layer reached: 6 µs on a
+    20-unit 3-player hand (9 µs on 4 and 5 players), against 70 (170, 220) µs for a Python loop
+    over the outcomes, time that holds the GIL
+    and so stalls every solver thread.
     """
     U = hand.term_prize.copy()
-    T = len(hand.term_kind)
-    for t in range(T):
-        for o in range(hand.term_orders[t]):
-            m = hand.term_next_players[t, o]
-            if m:
-                row = values[m][hand.term_next[t, o]]
-                seats = hand.term_seat[t, o]
-                alive = seats >= 0
-                U[t, o, alive] += row[seats[alive]]
+    flat = U.reshape(-1)
+    for m, positions, next_states, seats in _utility_plan(hand):
+        flat[positions] += values[m][next_states, seats]
     return U
+
+
+def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per next-layer size m: the flat positions in U of the surviving seats' (t, o, p), their
+    next states and their seats there. Built on first use and kept on the hand."""
+    plan = getattr(hand, "_utility_plan", None)
+    if plan is None:
+        T, O, n = hand.term_seat.shape
+        plan = []
+        for m in np.unique(hand.term_next_players[hand.term_next_players > 0]).tolist():
+            alive = (hand.term_next_players == m)[:, :, None] & (hand.term_seat >= 0)
+            positions = np.flatnonzero(alive)
+            next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive]
+            plan.append((int(m), positions, next_states, hand.term_seat[alive]))
+        hand._utility_plan = plan  # type: ignore[attr-defined]
+    return plan

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 
 from engine import equity_models, states
@@ -295,17 +296,51 @@ def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], node
     when only a few classes are close calls (10–50× on 25-unit hands for small changes). The
     stored float32 margins are widened by their rounding (2⁻²⁰ relative, well above float32's 2⁻²⁴).
     """
-    used = np.arange(U_now.shape[1])[None, :] < term_orders[:, None]  # (terminals, orders) that occur
-    dU = (U_now - U_then)[used]  # (outcomes, players)
-    if not len(dU):
+    n = U_now.shape[2]
+    spread = np.full(n, -np.inf)
+    if not _utility_spread(term_orders, U_then, U_now, spread):
         return 0.0
-    spread = dU.max(axis=0) - dU.min(axis=0)
-    advantage = margins[0].astype(np.float64)
-    room = spread[node_actor][:, None] * margins[1] * (1.0 + 2.0 ** -20) + np.abs(advantage) * 2.0 ** -20
-    worst = np.zeros_like(advantage)
-    for d in (advantage - room, advantage + room):
-        worst = np.maximum(worst, (1.0 - sigma) * np.maximum(d, 0.0) + sigma * np.maximum(-d, 0.0))
-    return float(np.bincount(node_actor, weights=worst.sum(axis=1), minlength=U_now.shape[2]).max())
+    gains = np.zeros(n)
+    _margin_gains(sigma, margins[0], margins[1], spread, node_actor, gains)
+    return float(gains.max())
+
+
+@nb.njit(cache=True, nogil=True)
+def _utility_spread(term_orders, U_then, U_now, spread):
+    """spread[p] = max − min over the outcomes that occur of U_now − U_then; False if none occurs."""
+    low = np.full(spread.shape[0], np.inf)
+    seen = False
+    for t in range(term_orders.shape[0]):
+        for o in range(term_orders[t]):
+            seen = True
+            for p in range(spread.shape[0]):
+                d = U_now[t, o, p] - U_then[t, o, p]
+                spread[p] = max(spread[p], d)
+                low[p] = min(low[p], d)
+    for p in range(spread.shape[0]):
+        spread[p] -= low[p]
+    return seen
+
+
+@nb.njit(cache=True, nogil=True)
+def _margin_gains(sigma, advantage, mass, spread, node_actor, gains):
+    """Per player, the largest gain :func:`margin_bound` allows (added into ``gains``, $).
+
+    Compiled and without the GIL: a layer solve bounds every state once per outer iteration, and
+    the same in numpy (a dozen temporary K × 169 arrays) took 0.3 ms of interpreter time per state.
+    """
+    widen = 1.0 + 2.0 ** -20
+    for h in range(sigma.shape[0]):
+        k = node_actor[h]
+        total = 0.0
+        for c in range(sigma.shape[1]):
+            a = np.float64(advantage[h, c])
+            room = spread[k] * np.float64(mass[h, c]) * widen + abs(a) * 2.0 ** -20
+            s = sigma[h, c]
+            lo, hi = a - room, a + room  # f is convex in d: largest at an end
+            total += max(0.0, (1.0 - s) * max(lo, 0.0) + s * max(-lo, 0.0),
+                         (1.0 - s) * max(hi, 0.0) + s * max(-hi, 0.0))
+        gains[k] += total
 
 
 SCREEN_FRACTION = 0.1
