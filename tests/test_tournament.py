@@ -422,3 +422,24 @@ def test_a_layer_solve_gives_the_same_result_on_one_and_two_threads(tiny_tensors
     np.testing.assert_array_equal(one.exploitability, two.exploitability)
     for a, b in zip(one.strategy, two.strategy):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("slack", [{}, {3: 0.5}])
+def test_states_are_solved_to_the_slack_times_the_target(tiny_tensors, solved, monkeypatch, slack):
+    """A state that must be solved aims at SOLVE_SLACK × the outer iteration's target, while the
+    layer's checks and its certification still use the target itself."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+
+    targets = []
+    original = HandSolver.solve
+    monkeypatch.setattr(tournament, "SOLVE_SLACK", slack)
+    monkeypatch.setattr(HandSolver, "solve", lambda self, U, target, *a, **k: (targets.append(target),
+                                                                                 original(self, U, target, *a, **k))[1])
+    lower = {2: solved[2].values}
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    factor = slack.get(3, 1.0)
+    levels = {e["target"] for e in layer.log if e["states_updated"]}
+    aimed = sorted({float(np.float32(t / factor)) for t in targets})
+    assert aimed == sorted({float(np.float32(t)) for t in levels})
+    assert layer.exploitability.max() <= GAMMA
