@@ -18,7 +18,7 @@ whenever the value table V changes (policy iteration).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Callable
 
@@ -58,6 +58,7 @@ class CompiledHand:
     term_next: np.ndarray  # int64[T, 6] index of the next state in its layer, -1 if the tournament ended
     term_next_players: np.ndarray  # int64[T, 6] players in the next state (0 if ended)
     term_seat: np.ndarray  # int64[T, 6, n] old position -> seat in the next state, -1 if out
+    utility_plan: list | None = field(default=None, repr=False, compare=False)  # see _utility_plan
 
 
 def compile_hand(stacks: tuple[int, ...], payouts: tuple[float, ...],
@@ -141,7 +142,7 @@ def utilities(hand: CompiledHand, values: dict[int, np.ndarray]) -> np.ndarray:
 def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """Per next-layer size m: the flat positions in U of the surviving seats' (t, o, p), their
     next states and their seats there. Built on first use and kept on the hand."""
-    plan = getattr(hand, "_utility_plan", None)
+    plan = hand.utility_plan
     if plan is None:
         T, O, n = hand.term_seat.shape
         plan = []
@@ -150,5 +151,5 @@ def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray,
             positions = np.flatnonzero(alive)
             next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive]
             plan.append((int(m), positions, next_states, hand.term_seat[alive]))
-        hand._utility_plan = plan  # type: ignore[attr-defined]
+        hand.utility_plan = plan
     return plan

@@ -297,7 +297,7 @@ def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], node
     stored float32 margins are widened by their rounding (2⁻²⁰ relative, well above float32's 2⁻²⁴).
     """
     n = U_now.shape[2]
-    spread = np.full(n, -np.inf)
+    spread = np.empty(n)
     if not _utility_spread(term_orders, U_then, U_now, spread):
         return 0.0
     gains = np.zeros(n)
@@ -308,6 +308,7 @@ def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], node
 @nb.njit(cache=True, nogil=True)
 def _utility_spread(term_orders, U_then, U_now, spread):
     """spread[p] = max − min over the outcomes that occur of U_now − U_then; False if none occurs."""
+    spread[:] = -np.inf
     low = np.full(spread.shape[0], np.inf)
     seen = False
     for t in range(term_orders.shape[0]):

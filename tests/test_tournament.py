@@ -433,9 +433,13 @@ def test_states_are_solved_to_the_slack_times_the_target(tiny_tensors, solved, m
 
     targets = []
     original = HandSolver.solve
+
+    def solve(self, U, target, *args, **kwargs):
+        targets.append(target)
+        return original(self, U, target, *args, **kwargs)
+
     monkeypatch.setattr(tournament, "SOLVE_SLACK", slack)
-    monkeypatch.setattr(HandSolver, "solve", lambda self, U, target, *a, **k: (targets.append(target),
-                                                                                 original(self, U, target, *a, **k))[1])
+    monkeypatch.setattr(HandSolver, "solve", solve)
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
     factor = slack.get(3, 1.0)
