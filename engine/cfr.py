@@ -404,9 +404,21 @@ def _fill_showdown_values(J3, J3_ready, m3j, U, t, k, a, b, row, mirror):
         J3_ready[mirror] = 1
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _fold_terminal(f, term_kind):
+    """The fold child's terminal index when it is a two-jammer showdown (its value is linear in U with
+    per-(a, b) coefficients, see :func:`keep_depth2_sums`), else -1."""
+    if f >= 0:
+        return -1
+    t = -1 - f
+    if term_kind[t] == KIND_J2 or term_kind[t] == KIND_J2S1:
+        return t
+    return -1
+
+
 @nb.njit(cache=True, nogil=True)
-def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, J3, J3_ready, W, C, C_ready,
-                            cf_fold, cf_jam):
+def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, tf, term_kind, J3, J3_ready, W, C,
+                            C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam):
     """cf_fold[h] and cf_jam[h] of the depth-2 node h, kept up to date between passes.
 
     cf_jam[h, c] = Σ_{a, b} r(a, b) J3[(a, b), c] and cf_fold[h, c] = Σ_{a, b} r(a, b) q(a, b)
@@ -417,21 +429,42 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
     classes, so a few rows of pairs. Where every weight moved (early iterations, or a fold value
     that depends on a later node's strategy) this costs what the direct sum does.
 
-    The first pass after C_ready[h] is cleared sums from zero in the direct order, so its result
-    is that of a direct sum to the last bit; updated sums differ from it by rounding only
+    When U changed (C_ready[h] cleared) and the state kept its sums in outcome space
+    (M_ready[h], see :func:`keep_depth2_sums`: MJ[h, c, o] = Σ_ab w(a, b) m3j[a, b, c, o] for the
+    reach weights w = MW it was kept with, and MF likewise for a two-jammer fold showdown tf), the
+    sums start from MJ · U and MF · U with weights MW, and only pairs whose reach differs from MW
+    are read: a re-check of an unchanged profile under new utilities costs no showdown reads.
+
+    Otherwise the first pass after C_ready[h] is cleared sums from zero in the direct order, so its
+    result is that of a direct sum to the last bit; updated sums differ from it by rounding only
     (relative 1e-16 per update).
     """
     fresh = C_ready[h] == 0
+    kept = fresh and M_ready[h] == 1
+    kept_fold = kept and tf >= 0
     if fresh:
         for c in range(NC):
             C[0, h, c] = 0.0
             C[1, h, c] = 0.0
+        if kept:
+            for c in range(NC):
+                s = 0.0
+                for o in range(6):
+                    s += MJ[h, c, o] * U[tj, o, k]
+                C[1, h, c] = s
+        if kept_fold:
+            nf = 2 if term_kind[tf] == KIND_J2 else 6  # orders of the fold showdown (U is unset beyond)
+            for c in range(NC):
+                s = 0.0
+                for o in range(nf):
+                    s += MF[h, c, o] * U[tf, o, k]
+                C[0, h, c] = s
     for a in range(NC):
         for b in range(NC):
             i = a * NC + b
             row = off + i
             r = R[row]
-            if fresh:
+            if fresh and not kept:
                 if r == 0.0:
                     W[0, row] = 0.0
                     W[1, row] = 0.0
@@ -440,13 +473,23 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
                 dj = r
                 df = rq
             else:
-                wj = W[0, row]
-                if r == 0.0 and wj == 0.0:
-                    continue
+                if kept:
+                    wj = MW[row]
+                    if r == 0.0 and wj == 0.0:
+                        W[0, row] = 0.0
+                        W[1, row] = 0.0
+                        continue
+                    # the kept fold sums used the weights MW with this U's fold values (a terminal's: all computed)
+                    wf = wj * fold_values[k, foff + i] if kept_fold and wj != 0.0 else 0.0
+                else:
+                    wj = W[0, row]
+                    if r == 0.0 and wj == 0.0:
+                        continue
+                    wf = W[1, row]
                 # a pair with reach jams only where the creator's actor does: its fold value is computed
                 rq = r * fold_values[k, foff + i] if r != 0.0 else 0.0
                 dj = r - wj
-                df = rq - W[1, row]
+                df = rq - wf
             if dj != 0.0:
                 if J3_ready[row] == 0:
                     _fill_showdown_values(J3, J3_ready, m3j, U, tj, k, a, b, row, off + b * NC + a)
@@ -464,10 +507,58 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
 
 
 @nb.njit(cache=True, nogil=True)
+def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j, win2, or3r, MW, MJ, MF, M_ready):
+    """Bring a state's outcome-space depth-2 sums up to the reach R of the profile last evaluated.
+
+    For each depth-2 node h: MJ[h, c, o] = Σ_ab R(a, b) m3j[a, b, c, o] (P(a, b, c) P(o | a, b, c)),
+    so that under any utilities cf_jam[h, c] = Σ_o MJ[h, c, o] U[o, actor]; and when the fold child
+    is a two-jammer showdown with order probabilities π(o | a, b), MF[h, c, o] = Σ_ab R(a, b)
+    π(o | a, b) P(a, b, c), so cf_fold[h, c] = Σ_o MF[h, c, o] U[o, actor]. MW keeps the R they
+    were summed with: the next update (M_ready[h] set) adds only the pairs whose reach changed
+    (a re-solve moves a few classes), the first one sums every reached pair (the reads of a pass
+    that fills its showdown values from scratch, once).
+    """
+    for h in range(len(node_depth)):
+        if node_depth[h] != 2:
+            continue
+        off = node_off[h]
+        tf = _fold_terminal(node_fold[h], term_kind)
+        kind = term_kind[tf] if tf >= 0 else -1
+        fresh = M_ready[h] == 0
+        if fresh:
+            for c in range(NC):
+                for o in range(6):
+                    MJ[h, c, o] = 0.0
+                    MF[h, c, o] = 0.0
+        for a in range(NC):
+            for b in range(NC):
+                row = off + a * NC + b
+                d = R[row] - (0.0 if fresh else MW[row])
+                MW[row] = R[row]
+                if d == 0.0:
+                    continue
+                for c in range(NC):
+                    for o in range(6):
+                        MJ[h, c, o] += d * m3j[a, b, c, o]
+                if kind == KIND_J2:
+                    w = win2[a, b]
+                    for c in range(NC):
+                        x = d * joint3[a, b, c]
+                        MF[h, c, 0] += x * w
+                        MF[h, c, 1] += x * (1.0 - w)
+                elif kind == KIND_J2S1:
+                    for c in range(NC):
+                        x = d * joint3[a, b, c]
+                        for o in range(6):
+                            MF[h, c, o] += x * or3r[a, b, o]
+        M_ready[h] = 1
+
+
+@nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
-              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready):
+              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready, MW, MJ, MF, M_ready):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $) and root_values (n, $). R, S,
@@ -490,7 +581,9 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     allocates nothing large.
 
     C, W and C_ready keep the depth-2 counterfactual sums between passes with the same U (see
-    :func:`_depth2_counterfactuals`); the caller clears C_ready with J3_ready.
+    :func:`_depth2_counterfactuals`); the caller clears C_ready with J3_ready. MW, MJ, MF and
+    M_ready are the state's own depth-2 sums in outcome space (:func:`keep_depth2_sums`), read when
+    C_ready is clear; M_ready all 0 when it keeps none.
     """
     K = len(node_actor)
     T = len(term_kind)
@@ -625,8 +718,8 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     for p in range(n):
                         if p != k_cr or not creator_reached:
                             _depth2_values(Q, fold_values, S, Gbuf, U, tj, p, off + i, foff + i, 1)
-            _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, J3, J3_ready, W, C, C_ready,
-                                    cf_fold, cf_jam)
+            _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, _fold_terminal(f, term_kind),
+                                    term_kind, J3, J3_ready, W, C, C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam)
     for p in range(n):
         root_values[p] = Q[p, node_off[root]]
 
@@ -733,6 +826,7 @@ class Workspace:
         self.W = np.zeros((2, node_size))  # depth-2 counterfactual sums, their weights (_depth2_counterfactuals)
         self.C = np.zeros((2, max_nodes, NC))
         self.C_ready = np.zeros(max_nodes, np.uint8)
+        self.no_depth2_sums = (np.zeros(1), np.zeros((1, NC, 6)), np.zeros((1, NC, 6)), np.zeros(max_nodes, np.uint8))
         self._bound: tuple | None = None
 
     @classmethod
@@ -826,6 +920,7 @@ class HandSolver:
         self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
         self.margins: tuple[np.ndarray, np.ndarray] | None = None  # see keep_margins
         self.jam_chances: tuple[np.ndarray, ...] | None = None  # see keep_jam_chances
+        self.depth2_sums: tuple[np.ndarray, ...] | None = None  # see keep_depth2_sums
 
     def restart_average(self) -> None:
         """Keep the regrets (the warm start) but average only the iterates from now on.
@@ -877,7 +972,7 @@ class HandSolver:
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
                   ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
                   ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, ws.pairs, ws.pair_sums, ws.W, ws.C,
-                  ws.C_ready)
+                  ws.C_ready, *(self.depth2_sums or ws.no_depth2_sums))
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
         if not orders:
             return self.root_values, self.cf_fold, self.cf_jam, None
@@ -908,6 +1003,35 @@ class HandSolver:
         else:  # overwrite the last outer iteration's copy in place
             for kept, x in zip(self.jam_chances, current):
                 kept[:] = x
+
+    def depth2_sum_bytes(self) -> int:
+        """Memory (bytes) :meth:`keep_depth2_sums` holds for this hand; 0 without depth-2 nodes."""
+        if not (self.hand.node_depth == 2).any():
+            return 0
+        return int(self.node_off[-1]) * 8 + len(self.hand.node_actor) * (2 * NC * 6 * 8 + 1)
+
+    def keep_depth2_sums(self, ws: Workspace) -> None:
+        """Keep the depth-2 counterfactual sums of the profile last evaluated in ``ws`` (this hand's)
+        in outcome space, so that its next evaluation under other utilities starts from them.
+
+        The counterfactual jam value of a depth-2 node is linear in the three-way showdown's
+        utilities, cf_jam(c) = Σ_o M[c, o] U[o], with M summed over the reached pairs from the
+        showdown tensor (:func:`keep_depth2_sums`); so is the fold value when the fold child is a
+        two-jammer showdown. Summing them in $ instead means reading 6 numbers per class for every
+        reached pair again each time U changes: in a layer solve, every exact re-check of a state
+        under the new successor values. Kept per state: the reach weights (228 KB per depth-2
+        node) and 16 KB of sums; updating them after a re-solve reads only the pairs whose reach
+        moved.
+        """
+        if self.depth2_sum_bytes() == 0:
+            return
+        K = len(self.hand.node_actor)
+        if self.depth2_sums is None:
+            self.depth2_sums = (np.zeros(int(self.node_off[-1])), np.zeros((K, NC, 6)), np.zeros((K, NC, 6)),
+                                np.zeros(K, np.uint8))
+        h, t = self.hand, self.tensors
+        keep_depth2_sums(h.node_depth, h.node_fold, h.term_kind, self.node_off, ws.R, t.joint3, t.m3j, t.win2, t.or3r,
+                         *self.depth2_sums)
 
     def _workspace(self, ws: Workspace | None) -> Workspace:
         if ws is None:

@@ -402,6 +402,15 @@ instead of summing them from scratch. All states or none: 1.4 MB per depth-2 nod
 5-player layers do not."""
 
 
+DEPTH2_SUM_BUDGET = 2 << 30
+"""Bytes a layer solve may spend keeping every state's depth-2 counterfactual sums in outcome
+space between outer iterations (:meth:`HandSolver.keep_depth2_sums`), so that re-checking an
+unchanged profile under new successor values reads no showdown tensor. All states or none:
+about 245 KB per depth-2 node, so the 45-unit 3-player layer (946 states with one each, 230 MB)
+and the 16-unit 4-player layer (455 states with four, 420 MB) keep them, the 45-unit 4-player
+(12 GB) and 5-player layers do not."""
+
+
 SETTLED_FRACTION = 0.03
 """A loose target counts as settled, and tightens, once an outer iteration updates at most this
 fraction of the layer's states (see :func:`_inner_target`)."""
@@ -480,6 +489,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished})
     pool = SolverPool(threads, largest_hand(hands))
     keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
+    keep_depth2_sums = sum(s.depth2_sum_bytes() for s in solvers) <= DEPTH2_SUM_BUDGET
     successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
     order = np.array(heaviest_first(hands), dtype=np.int64)
     wave, source = warm_start_waves(stacks)
@@ -540,6 +550,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 if keep_jam_chances:
                     solver.keep_jam_chances(ws)
+                if keep_depth2_sums:
+                    solver.keep_depth2_sums(ws)
                 ledger.order_probs[s] = solver.order_probs.copy()
                 ledger.drift[s] = 0.0
                 ledger.checked_at[s] = outer

@@ -506,3 +506,53 @@ def test_regrets_are_discounted_linearly(tensors):
         assert solver.regret_weight == t
         np.testing.assert_allclose(solver.regret_jam, R[0], rtol=1e-5, atol=1e-9)
         np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("stacks", [(10, 15, 20), (10, 12, 11, 12)])
+def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors, stacks):
+    """A layer solve keeps each state's depth-2 counterfactual sums in outcome space
+    (HandSolver.keep_depth2_sums) so that its next evaluation under new utilities — the kept
+    profile re-checked, or one CFR+ moved on from — starts from them: it must equal a
+    from-scratch evaluation, also after the sums were brought up to a later profile, and it must
+    really read them (corrupted ones show). Three players: the fold child of the depth-2 node is a
+    two-jammer showdown (fold sums kept too); four: depth-2 nodes folding to another node."""
+    from engine.cfr import Workspace
+
+    tree, hand, solver, ev = make_case(stacks, tensors)
+    other_tree, other_hand, other, other_ev = make_case((12, 9, 24), tensors)
+    rng = np.random.default_rng(8)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+    sigma_kept = dense_profile(rng, ev.K)  # every depth-2 pair reached (CFR+ iterates of these hands reach few)
+    solver.evaluate(sigma_kept, U, ws)
+    solver.keep_depth2_sums(ws)
+    assert solver.depth2_sums is not None and solver.depth2_sum_bytes() > 0
+    assert solver.depth2_sums[3][ev.K - 1] == 1 and np.abs(solver.depth2_sums[1]).max() > 0
+
+    def evaluate_after_another_hand(sigma, U2):
+        other.evaluate(dense_profile(rng, other_ev.K), random_utilities(rng, other_tree, other_ev.paths), ws)
+        return [x.copy() for x in solver.evaluate(sigma, U2, ws)]
+
+    def check(sigma, U2):
+        kept = evaluate_after_another_hand(sigma, U2)
+        fresh = HandSolver(hand, solver.tensors).evaluate(sigma, U2, Workspace.for_hand(hand))
+        for a, b in zip(kept, fresh):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13 * float(np.nanmax(np.abs(U2))))
+
+    moved_on = sigma_kept.copy()
+    moved_on[:, rng.choice(NC, 5, replace=False)] = rng.uniform(0.0, 1.0, (ev.K, 5))  # a few classes move
+    moved_on[0, :3] = 0.0
+    for sigma in (sigma_kept, moved_on, dense_profile(rng, ev.K)):
+        check(sigma, random_utilities(rng, tree, ev.paths))
+    solver.evaluate(moved_on, U, ws)
+    solver.keep_depth2_sums(ws)  # updated by the pairs whose reach changed
+    for sigma in (moved_on, sigma_kept):
+        check(sigma, random_utilities(rng, tree, ev.paths))
+    U2 = random_utilities(rng, tree, ev.paths)
+    before = evaluate_after_another_hand(moved_on, U2)
+    solver.depth2_sums[1][:] *= 1.01
+    corrupted = evaluate_after_another_hand(moved_on, U2)
+    depth2 = hand.node_depth == 2
+    assert not np.allclose(corrupted[2][depth2], before[2][depth2], rtol=1e-6)
+    heads_up = make_case((20, 25), tensors)[2]
+    assert heads_up.depth2_sum_bytes() == 0

@@ -328,6 +328,30 @@ def test_jam_chances_are_kept_between_outer_iterations_within_budget(tiny_tensor
     assert layer.exploitability.max() <= GAMMA
 
 
+@pytest.mark.parametrize("budget, kept", [(0, False), (2 << 30, True)])
+def test_depth2_sums_are_kept_between_outer_iterations_within_budget(tiny_tensors, solved, monkeypatch, budget,
+                                                                    kept):
+    """States keep their depth-2 sums in outcome space (HandSolver.keep_depth2_sums) only if all of
+    them fit the budget; either way every state's certified profile is within gamma when checked
+    from scratch (the kept sums only change the rounding of the layer's own checks)."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
+    calls = []
+    original = HandSolver.keep_depth2_sums
+    monkeypatch.setattr(tournament, "DEPTH2_SUM_BUDGET", budget)
+    monkeypatch.setattr(HandSolver, "keep_depth2_sums", lambda self, ws: (calls.append(1), original(self, ws)))
+    lower = {2: solved[2].values}
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    assert bool(calls) == kept
+    assert layer.exploitability.max() <= GAMMA
+    values = {**lower, 3: layer.values}
+    for s, hand in enumerate(layer.hands):
+        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e <= GAMMA + 1e-12, s
+
+
 def test_the_target_tightens_by_root_ten_once_a_level_settles():
     from engine.tournament import SETTLED_FRACTION, _inner_target
 
