@@ -518,6 +518,7 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
     (a re-solve moves a few classes), the first one sums every reached pair (the reads of a pass
     that fills its showdown values from scratch, once).
     """
+    m3f = m3j.reshape((NC, NC, NC * 6))
     for h in range(len(node_depth)):
         if node_depth[h] != 2:
             continue
@@ -530,6 +531,7 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
                 for o in range(6):
                     MJ[h, c, o] = 0.0
                     MF[h, c, o] = 0.0
+        mj = MJ[h].reshape(NC * 6)
         for a in range(NC):
             for b in range(NC):
                 row = off + a * NC + b
@@ -537,9 +539,9 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
                 MW[row] = R[row]
                 if d == 0.0:
                     continue
-                for c in range(NC):
-                    for o in range(6):
-                        MJ[h, c, o] += d * m3j[a, b, c, o]
+                x = m3f[a, b]
+                for q in range(NC * 6):  # a contiguous axpy over (c, o): vectorised
+                    mj[q] += d * x[q]
                 if kind == KIND_J2:
                     w = win2[a, b]
                     for c in range(NC):
