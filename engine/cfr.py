@@ -457,7 +457,7 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
             for c in range(NC):
                 s = 0.0
                 for o in range(nf):
-                    s += MF[h, c, o] * U[tf, o, k]
+                    s += MF[h, o, c] * U[tf, o, k]
                 C[0, h, c] = s
     for a in range(NC):
         for b in range(NC):
@@ -512,13 +512,14 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
 
     For each depth-2 node h: MJ[h, c, o] = Σ_ab R(a, b) m3j[a, b, c, o] (P(a, b, c) P(o | a, b, c)),
     so that under any utilities cf_jam[h, c] = Σ_o MJ[h, c, o] U[o, actor]; and when the fold child
-    is a two-jammer showdown with order probabilities π(o | a, b), MF[h, c, o] = Σ_ab R(a, b)
-    π(o | a, b) P(a, b, c), so cf_fold[h, c] = Σ_o MF[h, c, o] U[o, actor]. MW keeps the R they
+    is a two-jammer showdown with order probabilities π(o | a, b), MF[h, o, c] = Σ_ab R(a, b)
+    π(o | a, b) P(a, b, c), so cf_fold[h, c] = Σ_o MF[h, o, c] U[o, actor]. MW keeps the R they
     were summed with: the next update (M_ready[h] set) adds only the pairs whose reach changed
     (a re-solve moves a few classes), the first one sums every reached pair (the reads of a pass
-    that fills its showdown values from scratch, once).
+    that fills its showdown values from scratch, once). Each pair adds contiguous vectors
+    (vectorised): its 169 × 6 block of m3j at once, and P(a, b, ·) once per fold order (so MF is
+    laid out [o, c]; a layout of m3j with classes last made the showdown-value fills slower).
     """
-    m3f = m3j.reshape((NC, NC, NC * 6))
     for h in range(len(node_depth)):
         if node_depth[h] != 2:
             continue
@@ -527,10 +528,8 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
         kind = term_kind[tf] if tf >= 0 else -1
         fresh = M_ready[h] == 0
         if fresh:
-            for c in range(NC):
-                for o in range(6):
-                    MJ[h, c, o] = 0.0
-                    MF[h, c, o] = 0.0
+            MJ[h] = 0.0
+            MF[h] = 0.0
         mj = MJ[h].reshape(NC * 6)
         for a in range(NC):
             for b in range(NC):
@@ -539,20 +538,21 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
                 MW[row] = R[row]
                 if d == 0.0:
                     continue
-                x = m3f[a, b]
-                for q in range(NC * 6):  # a contiguous axpy over (c, o): vectorised
-                    mj[q] += d * x[q]
+                block = m3j[a, b].reshape(NC * 6)
+                for q in range(NC * 6):
+                    mj[q] += d * block[q]
+                deal = joint3[a, b]
                 if kind == KIND_J2:
-                    w = win2[a, b]
+                    w0 = d * win2[a, b]
+                    w1 = d * (1.0 - win2[a, b])
                     for c in range(NC):
-                        x = d * joint3[a, b, c]
-                        MF[h, c, 0] += x * w
-                        MF[h, c, 1] += x * (1.0 - w)
+                        MF[h, 0, c] += w0 * deal[c]
+                        MF[h, 1, c] += w1 * deal[c]
                 elif kind == KIND_J2S1:
-                    for c in range(NC):
-                        x = d * joint3[a, b, c]
-                        for o in range(6):
-                            MF[h, c, o] += x * or3r[a, b, o]
+                    for o in range(6):
+                        w = d * or3r[a, b, o]
+                        for c in range(NC):
+                            MF[h, o, c] += w * deal[c]
         M_ready[h] = 1
 
 
@@ -828,7 +828,7 @@ class Workspace:
         self.W = np.zeros((2, node_size))  # depth-2 counterfactual sums, their weights (_depth2_counterfactuals)
         self.C = np.zeros((2, max_nodes, NC))
         self.C_ready = np.zeros(max_nodes, np.uint8)
-        self.no_depth2_sums = (np.zeros(1), np.zeros((1, NC, 6)), np.zeros((1, NC, 6)), np.zeros(max_nodes, np.uint8))
+        self.no_depth2_sums = (np.zeros(1), np.zeros((1, NC, 6)), np.zeros((1, 6, NC)), np.zeros(max_nodes, np.uint8))
         self._bound: tuple | None = None
 
     @classmethod
@@ -1029,7 +1029,7 @@ class HandSolver:
             return
         K = len(self.hand.node_actor)
         if self.depth2_sums is None:
-            self.depth2_sums = (np.zeros(int(self.node_off[-1])), np.zeros((K, NC, 6)), np.zeros((K, NC, 6)),
+            self.depth2_sums = (np.zeros(int(self.node_off[-1])), np.zeros((K, NC, 6)), np.zeros((K, 6, NC)),
                                 np.zeros(K, np.uint8))
         h, t = self.hand, self.tensors
         keep_depth2_sums(h.node_depth, h.node_fold, h.term_kind, self.node_off, ws.R, t.joint3, t.m3j, t.win2, t.or3r,
