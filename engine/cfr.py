@@ -440,31 +440,34 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
     (relative 1e-16 per update).
     """
     fresh = C_ready[h] == 0
-    kept = fresh and M_ready[h] == 1
-    kept_fold = kept and tf >= 0
     if fresh:
         for c in range(NC):
             C[0, h, c] = 0.0
             C[1, h, c] = 0.0
-        if kept:
+        if M_ready[h] == 1:  # start from the kept sums: their value under this U and the weights MW
             for c in range(NC):
                 s = 0.0
                 for o in range(6):
                     s += MJ[h, c, o] * U[tj, o, k]
                 C[1, h, c] = s
-        if kept_fold:
-            nf = 2 if term_kind[tf] == KIND_J2 else 6  # orders of the fold showdown (U is unset beyond)
-            for c in range(NC):
-                s = 0.0
-                for o in range(nf):
-                    s += MF[h, o, c] * U[tf, o, k]
-                C[0, h, c] = s
+            if tf >= 0:  # the kept fold sums used the weights MW with this U's fold values (all computed)
+                nf = 2 if term_kind[tf] == KIND_J2 else 6  # orders of the fold showdown (U is unset beyond)
+                for c in range(NC):
+                    s = 0.0
+                    for o in range(nf):
+                        s += MF[h, o, c] * U[tf, o, k]
+                    C[0, h, c] = s
+            for i in range(NC * NC):
+                w = MW[off + i]
+                W[0, off + i] = w
+                W[1, off + i] = w * fold_values[k, foff + i] if tf >= 0 and w != 0.0 else 0.0
+            fresh = False  # updated from there like any kept sums
     for a in range(NC):
         for b in range(NC):
             i = a * NC + b
             row = off + i
             r = R[row]
-            if fresh and not kept:
+            if fresh:
                 if r == 0.0:
                     W[0, row] = 0.0
                     W[1, row] = 0.0
@@ -473,23 +476,13 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
                 dj = r
                 df = rq
             else:
-                if kept:
-                    wj = MW[row]
-                    if r == 0.0 and wj == 0.0:
-                        W[0, row] = 0.0
-                        W[1, row] = 0.0
-                        continue
-                    # the kept fold sums used the weights MW with this U's fold values (a terminal's: all computed)
-                    wf = wj * fold_values[k, foff + i] if kept_fold and wj != 0.0 else 0.0
-                else:
-                    wj = W[0, row]
-                    if r == 0.0 and wj == 0.0:
-                        continue
-                    wf = W[1, row]
+                wj = W[0, row]
+                if r == 0.0 and wj == 0.0:
+                    continue
                 # a pair with reach jams only where the creator's actor does: its fold value is computed
                 rq = r * fold_values[k, foff + i] if r != 0.0 else 0.0
                 dj = r - wj
-                df = rq - wf
+                df = rq - W[1, row]
             if dj != 0.0:
                 if J3_ready[row] == 0:
                     _fill_showdown_values(J3, J3_ready, m3j, U, tj, k, a, b, row, off + b * NC + a)
