@@ -14,6 +14,18 @@ def solved(tiny_tensors):
     return solve_tournament(units=6, players=3, payouts=PAYOUTS, gamma=GAMMA, tensors=tiny_tensors, threads=2)
 
 
+def assert_certified_from_scratch(layer, lower, tensors):
+    """Every state's certified profile is within GAMMA under the layer's final values, checked by a
+    new solver (none of the layer solve's kept caches)."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
+    values = {**lower, layer.players: layer.values}
+    for s, hand in enumerate(layer.hands):
+        e, _ = HandSolver(hand, tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e <= GAMMA + 1e-12, s
+
+
 def test_every_state_within_gamma(solved):
     for n, layer in solved.items():
         assert layer.exploitability.max() <= GAMMA, n
@@ -297,8 +309,6 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     still end with every state exactly within gamma under the final values.
     """
     from engine import tournament
-    from engine.cfr import HandSolver
-    from engine.game_tree import utilities
 
     monkeypatch.setattr(tournament, "SCREEN_FRACTION", 0.0)
     lower = {2: solved[2].values}
@@ -306,50 +316,30 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     assert any(e["states_screened"] for e in layer.log)
     last = layer.log[-1]
     assert last["states_screened"] == 0 and last["states_updated"] == 0 and last["target"] <= GAMMA
-    values = {**lower, 3: layer.values}
-    for s, hand in enumerate(layer.hands):
-        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
-        assert e <= GAMMA + 1e-12, s
+    assert_certified_from_scratch(layer, lower, tiny_tensors)
 
 
+@pytest.mark.parametrize("keep, budget_name", [("keep_jam_chances", "JAM_CHANCE_BUDGET"),
+                                               ("keep_depth2_sums", "DEPTH2_SUM_BUDGET")])
 @pytest.mark.parametrize("budget, kept", [(0, False), (2 << 30, True)])
-def test_jam_chances_are_kept_between_outer_iterations_within_budget(tiny_tensors, solved, monkeypatch, budget, kept):
-    """States keep their depth-2 jam chances for their next check only if all of them fit the budget."""
+def test_per_state_caches_are_kept_between_outer_iterations_within_budget(tiny_tensors, solved, monkeypatch, keep,
+                                                                         budget_name, budget, kept):
+    """States keep their depth-2 jam chances (HandSolver.keep_jam_chances) and their depth-2 sums
+    in outcome space (HandSolver.keep_depth2_sums) for their next check only if all of them fit
+    the budget; either way every state's certified profile is within gamma when checked from
+    scratch (the kept caches only change the rounding of the layer's own checks)."""
     from engine import tournament
     from engine.cfr import HandSolver
 
     calls = []
-    original = HandSolver.keep_jam_chances
-    monkeypatch.setattr(tournament, "JAM_CHANCE_BUDGET", budget)
-    monkeypatch.setattr(HandSolver, "keep_jam_chances", lambda self, ws: (calls.append(1), original(self, ws)))
+    original = getattr(HandSolver, keep)
+    monkeypatch.setattr(tournament, budget_name, budget)
+    monkeypatch.setattr(HandSolver, keep, lambda self, ws: (calls.append(1), original(self, ws)))
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
     assert bool(calls) == kept
     assert layer.exploitability.max() <= GAMMA
-
-
-@pytest.mark.parametrize("budget, kept", [(0, False), (2 << 30, True)])
-def test_depth2_sums_are_kept_between_outer_iterations_within_budget(tiny_tensors, solved, monkeypatch, budget,
-                                                                    kept):
-    """States keep their depth-2 sums in outcome space (HandSolver.keep_depth2_sums) only if all of
-    them fit the budget; either way every state's certified profile is within gamma when checked
-    from scratch (the kept sums only change the rounding of the layer's own checks)."""
-    from engine import tournament
-    from engine.cfr import HandSolver
-    from engine.game_tree import utilities
-
-    calls = []
-    original = HandSolver.keep_depth2_sums
-    monkeypatch.setattr(tournament, "DEPTH2_SUM_BUDGET", budget)
-    monkeypatch.setattr(HandSolver, "keep_depth2_sums", lambda self, ws: (calls.append(1), original(self, ws)))
-    lower = {2: solved[2].values}
-    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
-    assert bool(calls) == kept
-    assert layer.exploitability.max() <= GAMMA
-    values = {**lower, 3: layer.values}
-    for s, hand in enumerate(layer.hands):
-        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
-        assert e <= GAMMA + 1e-12, s
+    assert_certified_from_scratch(layer, lower, tiny_tensors)
 
 
 def test_the_target_tightens_by_root_ten_once_a_level_settles():
