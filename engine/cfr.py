@@ -500,7 +500,136 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
 
 
 @nb.njit(cache=True, nogil=True)
-def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j, win2, or3r, MW, MJ, MF, M_ready):
+def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U, tj, tf, term_kind, J3, J3_ready, C,
+                                     C_ready, MJ, MF, M_ready, MXY, P, P_valid, XY, cf_fold, cf_jam):
+    """cf_fold[h] and cf_jam[h] of a depth-2 node h whose reach factors, kept up to date by rows.
+
+    When h is the jam child of its creator (the depth-1 node whose jam made two jammers), the
+    reach of a jammer pair is a product, r(a, b) = x(a) y(b), with x the creator's reach by the
+    first jammer's class and y the creator's jam probabilities; and when h's fold child is a
+    two-jammer showdown tf, the fold value q(a, b) depends on U only. Then
+    cf_jam(c) = Σ_a x(a) P[a, c] with P[a, c] = Σ_b y(b) J3[(a, b), c], and likewise cf_fold with
+    PF[a, c] = Σ_b y(b) q(a, b) P(a, b, c). The pass keeps P and PF by row (P_valid, cleared when
+    U changes) with the x, y they were summed with (XY): a change of x costs a 169-vector per row
+    and a change of y costs the changed columns of each kept row, where summing pairs (see
+    :func:`_depth2_counterfactuals`) reads every pair whose reach moved — and CFR+ iterates move
+    the first jammer's range in most classes for many iterations (gs08's first two outer
+    iterations: 75–80 % of the pairs read came from changes of x). A row not kept is summed over
+    its pairs, from the weights x(a) y(b) of the last pass (XY) to the new ones; where x(a) moved,
+    every pair of the row is read anyway, and the row is kept from then on.
+
+    The first pass under a new U starts from the kept outcome-space sums when the state has them
+    (M_ready[h], weights MXY: :func:`keep_depth2_sums`), else from zero with x = y = 0, so that it
+    sums every reached pair. The sums differ from a direct sum by rounding only.
+    """
+    if C_ready[h] == 0:
+        for c in range(NC):
+            C[0, h, c] = 0.0
+            C[1, h, c] = 0.0
+            XY[h, 0, c] = 0.0
+            XY[h, 1, c] = 0.0
+            P_valid[h, c] = 0
+        if M_ready[h] == 1:  # the kept sums under this U, for the weights x, y they were kept with
+            nf = 2 if term_kind[tf] == KIND_J2 else 6
+            for c in range(NC):
+                sj = 0.0
+                for o in range(6):
+                    sj += MJ[h, c, o] * U[tj, o, k]
+                sf = 0.0
+                for o in range(nf):
+                    sf += MF[h, o, c] * U[tf, o, k]
+                C[1, h, c] = sj
+                C[0, h, c] = sf
+                XY[h, 0, c] = MXY[h, 0, c]
+                XY[h, 1, c] = MXY[h, 1, c]
+    cols = np.empty(NC, np.int64)
+    dys = np.empty(NC)
+    nb_ = 0
+    for b in range(NC):
+        dy = y[b] - XY[h, 1, b]
+        if dy != 0.0:
+            cols[nb_] = b
+            dys[nb_] = dy
+            nb_ += 1
+    dj_row = np.empty(NC)
+    df_row = np.empty(NC)
+    for a in range(NC):
+        xa = x[a]
+        xo = XY[h, 0, a]
+        base = off + a * NC
+        if P_valid[h, a] == 1:
+            if nb_ == 0 and xa == xo:
+                continue
+            if xa == 0.0 and xo == 0.0:  # no reach either time; its kept sums would go stale
+                P_valid[h, a] = 0
+                continue
+            for c in range(NC):
+                dj_row[c] = 0.0
+                df_row[c] = 0.0
+            for i in range(nb_):
+                b = cols[i]
+                dy = dys[i]
+                row = base + b
+                if J3_ready[row] == 0:
+                    _fill_showdown_values(J3, J3_ready, m3j, U, tj, k, a, b, row, off + b * NC + a)
+                for c in range(NC):
+                    dj_row[c] += dy * J3[row, c]
+                dq = dy * Tbuf[k, foff + a * NC + b]
+                if dq != 0.0:
+                    for c in range(NC):
+                        df_row[c] += dq * joint3[a, b, c]
+            dx = xa - xo
+            for c in range(NC):
+                pj = P[1, h, a, c]
+                pf = P[0, h, a, c]
+                C[1, h, c] += xa * dj_row[c] + dx * pj
+                C[0, h, c] += xa * df_row[c] + dx * pf
+                P[1, h, a, c] = pj + dj_row[c]
+                P[0, h, a, c] = pf + df_row[c]
+        else:
+            if xa == 0.0 and xo == 0.0:
+                continue
+            keep = xa != 0.0 and xa != xo  # its every pair is read anyway (otherwise only the columns of y moved)
+            if keep:
+                for c in range(NC):
+                    P[0, h, a, c] = 0.0
+                    P[1, h, a, c] = 0.0
+            for b in range(NC):
+                yb = y[b]
+                d = xa * yb - xo * XY[h, 1, b]
+                if d == 0.0 and not (keep and yb != 0.0):
+                    continue
+                row = base + b
+                if J3_ready[row] == 0:
+                    _fill_showdown_values(J3, J3_ready, m3j, U, tj, k, a, b, row, off + b * NC + a)
+                q = Tbuf[k, foff + a * NC + b]
+                dq = d * q
+                if keep and yb != 0.0:
+                    yq = yb * q
+                    for c in range(NC):
+                        jv = J3[row, c]
+                        dv = joint3[a, b, c]
+                        C[1, h, c] += d * jv
+                        C[0, h, c] += dq * dv
+                        P[1, h, a, c] += yb * jv
+                        P[0, h, a, c] += yq * dv
+                else:
+                    for c in range(NC):
+                        C[1, h, c] += d * J3[row, c]
+                        C[0, h, c] += dq * joint3[a, b, c]
+            P_valid[h, a] = 1 if keep else 0
+    for c in range(NC):
+        XY[h, 0, c] = x[c]
+        XY[h, 1, c] = y[c]
+    C_ready[h] = 1
+    for c in range(NC):
+        cf_fold[h, c] = C[0, h, c]
+        cf_jam[h, c] = C[1, h, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, XY, joint3, m3j, win2, or3r, MW, MJ, MF, M_ready,
+                     MXY):
     """Bring a state's outcome-space depth-2 sums up to the reach R of the profile last evaluated.
 
     For each depth-2 node h: MJ[h, c, o] = Σ_ab R(a, b) m3j[a, b, c, o] (P(a, b, c) P(o | a, b, c)),
@@ -512,6 +641,7 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
     that fills its showdown values from scratch, once). Each pair adds contiguous vectors
     (vectorised): its 169 × 6 block of m3j at once, and P(a, b, ·) once per fold order (so MF is
     laid out [o, c]; a layout of m3j with classes last made the showdown-value fills slower).
+    MXY keeps the pass's factors of the reach, XY (see :func:`_factored_depth2_counterfactuals`).
     """
     for h in range(len(node_depth)):
         if node_depth[h] != 2:
@@ -523,6 +653,7 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
         if fresh:
             MJ[h] = 0.0
             MF[h] = 0.0
+        MXY[h] = XY[h]
         mj = MJ[h].reshape(NC * 6)
         for a in range(NC):
             for b in range(NC):
@@ -553,7 +684,8 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, joint3, m3j,
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
               p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
-              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready, MW, MJ, MF, M_ready):
+              J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready, P, P_valid, XY,
+              MW, MJ, MF, M_ready, MXY):
     """One exact evaluation of the profile ``sigma`` (K × 169 jam probabilities).
 
     Fills cf_fold / cf_jam (K × 169, joint-probability weighted $) and root_values (n, $). R, S,
@@ -576,9 +708,11 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     allocates nothing large.
 
     C, W and C_ready keep the depth-2 counterfactual sums between passes with the same U (see
-    :func:`_depth2_counterfactuals`); the caller clears C_ready with J3_ready. MW, MJ, MF and
-    M_ready are the state's own depth-2 sums in outcome space (:func:`keep_depth2_sums`), read when
-    C_ready is clear; M_ready all 0 when it keeps none.
+    :func:`_depth2_counterfactuals`); the caller clears C_ready with J3_ready. Depth-2 nodes whose
+    reach factors keep them by rows instead, in P, P_valid and XY (see
+    :func:`_factored_depth2_counterfactuals`). MW, MJ, MF, M_ready and MXY are the state's own
+    depth-2 sums in outcome space (:func:`keep_depth2_sums`), read when C_ready is clear; M_ready
+    all 0 when it keeps none.
     """
     K = len(node_actor)
     T = len(term_kind)
@@ -713,8 +847,15 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     for p in range(n):
                         if p != k_cr or not creator_reached:
                             _depth2_values(Q, fold_values, S, Gbuf, U, tj, p, off + i, foff + i, 1)
-            _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, _fold_terminal(f, term_kind),
-                                    term_kind, J3, J3_ready, W, C, C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam)
+            tf = _fold_terminal(f, term_kind)
+            if tf >= 0 and node_jam[cr] == h:  # r(a, b) = x(a) y(b) and q(a, b) depends on U only
+                cro = node_off[cr]
+                _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, R[cro:cro + NC], sigma[cr], joint3, m3j, U, tj,
+                                                 tf, term_kind, J3, J3_ready, C, C_ready, MJ, MF, M_ready, MXY, P,
+                                                 P_valid, XY, cf_fold, cf_jam)
+            else:
+                _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, tf, term_kind, J3,
+                                        J3_ready, W, C, C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam)
     for p in range(n):
         root_values[p] = Q[p, node_off[root]]
 
@@ -821,7 +962,11 @@ class Workspace:
         self.W = np.zeros((2, node_size))  # depth-2 counterfactual sums, their weights (_depth2_counterfactuals)
         self.C = np.zeros((2, max_nodes, NC))
         self.C_ready = np.zeros(max_nodes, np.uint8)
-        self.no_depth2_sums = (np.zeros(1), np.zeros((1, NC, 6)), np.zeros((1, 6, NC)), np.zeros(max_nodes, np.uint8))
+        self.P = np.zeros((2, max_nodes, NC, NC))  # their rows where the reach factors (_factored_depth2_counterfactuals)
+        self.P_valid = np.zeros((max_nodes, NC), np.uint8)
+        self.XY = np.zeros((max_nodes, 2, NC))
+        self.no_depth2_sums = (np.zeros(1), np.zeros((1, NC, 6)), np.zeros((1, 6, NC)), np.zeros(max_nodes, np.uint8),
+                               np.zeros((1, 2, NC)))
         self._bound: tuple | None = None
 
     @classmethod
@@ -967,7 +1112,7 @@ class HandSolver:
                   h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
                   ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
                   ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, ws.pairs, ws.pair_sums, ws.W, ws.C,
-                  ws.C_ready, *(self.depth2_sums or ws.no_depth2_sums))
+                  ws.C_ready, ws.P, ws.P_valid, ws.XY, *(self.depth2_sums or ws.no_depth2_sums))
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
         if not orders:
             return self.root_values, self.cf_fold, self.cf_jam, None
@@ -1003,7 +1148,7 @@ class HandSolver:
         """Memory (bytes) :meth:`keep_depth2_sums` holds for this hand; 0 without depth-2 nodes."""
         if not (self.hand.node_depth == 2).any():
             return 0
-        return int(self.node_off[-1]) * 8 + len(self.hand.node_actor) * (2 * NC * 6 * 8 + 1)
+        return int(self.node_off[-1]) * 8 + len(self.hand.node_actor) * (2 * NC * 6 * 8 + 1 + 2 * NC * 8)
 
     def keep_depth2_sums(self, ws: Workspace) -> None:
         """Keep the depth-2 counterfactual sums of the profile last evaluated in ``ws`` (this hand's)
@@ -1023,10 +1168,10 @@ class HandSolver:
         K = len(self.hand.node_actor)
         if self.depth2_sums is None:
             self.depth2_sums = (np.zeros(int(self.node_off[-1])), np.zeros((K, NC, 6)), np.zeros((K, 6, NC)),
-                                np.zeros(K, np.uint8))
+                                np.zeros(K, np.uint8), np.zeros((K, 2, NC)))
         h, t = self.hand, self.tensors
-        keep_depth2_sums(h.node_depth, h.node_fold, h.term_kind, self.node_off, ws.R, t.joint3, t.m3j, t.win2, t.or3r,
-                         *self.depth2_sums)
+        keep_depth2_sums(h.node_depth, h.node_fold, h.term_kind, self.node_off, ws.R, ws.XY, t.joint3, t.m3j, t.win2,
+                         t.or3r, *self.depth2_sums)
 
     def _workspace(self, ws: Workspace | None) -> Workspace:
         if ws is None:

@@ -331,6 +331,47 @@ def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
     np.testing.assert_allclose(j_new, j_ref, rtol=1e-11, atol=tol)
 
 
+def test_factored_depth2_sums_follow_either_jammer_range(tensors):
+    """A depth-2 node that is its creator's jam child has the reach x(a) y(b) and keeps its sums by
+    rows of a (engine.cfr._factored_depth2_counterfactuals): changes of the first jammer's range
+    x cost a vector per row, changes of the creator's range y the changed columns of each kept row.
+    Through changes of x alone, y alone, rows leaving and re-entering the range, and a restart
+    from kept outcome-space sums under new utilities, every pass must equal a from-scratch one."""
+    from engine.cfr import Workspace
+
+    tree, hand, solver, ev = make_case((10, 15, 20), tensors)
+    h = int(np.flatnonzero(hand.node_depth == 2)[0])
+    creator = int(hand.node_creator[h])
+    assert hand.node_jam[creator] == h and hand.node_fold[h] < 0  # the factored kind
+    first = int(np.flatnonzero(hand.node_jam == creator)[0])  # the first jammer's node: x = his range
+    rng = np.random.default_rng(11)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+
+    def check(sigma, U):
+        got = [x.copy() for x in solver.evaluate(sigma, U, ws, orders=False)[:3]]
+        ref = HandSolver(hand, solver.tensors).evaluate(sigma, U, Workspace.for_hand(hand), orders=False)[:3]
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13 * float(np.nanmax(np.abs(U))))
+
+    sigma = dense_profile(rng, ev.K)
+    check(sigma, U)
+    gone = rng.choice(NC, 20, replace=False)
+    steps = [(first, rng.choice(NC, 100, replace=False)), (creator, rng.choice(NC, 30, replace=False)),
+             (first, gone), (creator, gone), (first, gone), (first, np.arange(NC)), (creator, np.arange(NC))]
+    for i, (node, cls) in enumerate(steps):
+        sigma = sigma.copy()
+        sigma[node, cls] = 0.0 if i in (2, 3) else rng.uniform(0.0, 1.0, len(cls))
+        check(sigma, U)
+    solver.keep_depth2_sums(ws)
+    U2 = random_utilities(rng, tree, ev.paths)
+    check(sigma, U2)  # starts from the kept sums: no row kept yet
+    for node in (first, creator, first):
+        sigma = sigma.copy()
+        sigma[node, rng.choice(NC, 25, replace=False)] = rng.uniform(0.0, 1.0, 25)
+        check(sigma, U2)
+
+
 def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
     """A layer solve keeps each state's depth-2 jam chances (HandSolver.keep_jam_chances) and the
     next evaluation of that hand in a workspace another hand has used starts from them: it must
