@@ -1060,6 +1060,7 @@ class HandSolver:
         self.gains: np.ndarray | None = None  # its best-response gain per player ($) when certified
         self.margins: tuple[np.ndarray, np.ndarray] | None = None  # see keep_margins
         self.jam_chances: tuple[np.ndarray, ...] | None = None  # see keep_jam_chances
+        self.borrowed_jam_chances = False  # they are a neighbour's (copy_kept_sums): never written
         self.depth2_sums: tuple[np.ndarray, ...] | None = None  # see keep_depth2_sums
 
     def restart_average(self) -> None:
@@ -1079,6 +1080,22 @@ class HandSolver:
         for name in REGRET_ARRAYS:
             getattr(self, name)[:] = getattr(other, name)
         self.regret_weight = other.regret_weight
+
+    def copy_kept_sums(self, other: "HandSolver") -> None:
+        """Start from ``other``'s kept jam chances and depth-2 sums (a hand of the same tree).
+
+        Both depend on the profile and the showdown tensors, not on the stacks or utilities
+        (:meth:`keep_jam_chances`, :meth:`keep_depth2_sums`), so a never-solved state warm-started
+        from a solved neighbour's regrets evaluates its first iterate, close to the neighbour's
+        profile, by the classes and pairs that differ instead of from scratch. The jam chances (1.4 MB
+        per depth-2 node) are only read before this state keeps its own, so they are shared.
+        """
+        same_tree = all(np.array_equal(getattr(self.hand, a), getattr(other.hand, a))
+                        for a in ("node_depth", "node_fold", "node_jam", "term_kind"))
+        if not same_tree:
+            raise ValueError("kept sums can only seed a hand of the same tree")
+        self.jam_chances, self.borrowed_jam_chances = other.jam_chances, other.jam_chances is not None
+        self.depth2_sums = None if other.depth2_sums is None else tuple(x.copy() for x in other.depth2_sums)
 
     def rescale_regrets(self, weight: float) -> None:
         """Scale the regrets and predictions to ``weight`` iterations' worth; the discount clock follows.
@@ -1138,8 +1155,9 @@ class HandSolver:
             return
         K = len(self.hand.node_actor)
         current = (ws.G[:int(self.node_off[-1]) * 6], ws.Gsig[:K], ws.G_ready[:K], ws.Gvalid[:K])
-        if self.jam_chances is None:
+        if self.jam_chances is None or self.borrowed_jam_chances:
             self.jam_chances = tuple(x.copy() for x in current)
+            self.borrowed_jam_chances = False
         else:  # overwrite the last outer iteration's copy in place
             for kept, x in zip(self.jam_chances, current):
                 kept[:] = x

@@ -265,9 +265,11 @@ def warm_start_waves(stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _warm_start(solver: HandSolver, other: HandSolver) -> None:
-    """Copy a solved neighbour's regrets, predictions and regret weight into a never-solved state's solver."""
+    """Copy a solved neighbour's regrets, predictions and regret weight into a never-solved state's
+    solver, and the jam chances and depth-2 sums it kept (see :meth:`HandSolver.copy_kept_sums`)."""
     if other.iterations:
         solver.copy_regrets(other)
+        solver.copy_kept_sums(other)
 
 
 def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:

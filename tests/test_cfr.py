@@ -372,6 +372,40 @@ def test_factored_depth2_sums_follow_either_jammer_range(tensors):
         check(sigma, U2)
 
 
+def test_a_neighbours_kept_sums_seed_a_hand_of_the_same_tree(tensors):
+    """A never-solved state warm-started from a neighbour (engine.tournament._warm_start) starts
+    from its kept jam chances and depth-2 sums too (HandSolver.copy_kept_sums): they depend on the
+    profile only, so its evaluations must equal from-scratch ones, and keeping its own must leave
+    the neighbour's untouched. A hand of another tree is refused."""
+    from engine.cfr import Workspace
+
+    tree, hand, solver, ev = make_case((10, 15, 20), tensors)
+    n_tree, n_hand, neighbour, _ = make_case((11, 14, 20), tensors)
+    rng = np.random.default_rng(12)
+    ws = Workspace.for_hand(hand)
+    sigma = dense_profile(rng, ev.K)
+    neighbour.evaluate(sigma, random_utilities(rng, n_tree, make_case((11, 14, 20), tensors)[3].paths), ws)
+    neighbour.keep_jam_chances(ws)
+    neighbour.keep_depth2_sums(ws)
+    before = [x.copy() for x in neighbour.jam_chances + neighbour.depth2_sums]
+    solver.copy_kept_sums(neighbour)
+    for step in range(3):
+        moved = sigma.copy()
+        moved[:, rng.choice(NC, 10, replace=False)] = rng.uniform(0.0, 1.0, (ev.K, 10))
+        U = random_utilities(rng, tree, ev.paths)
+        got = [x.copy() for x in solver.evaluate(moved, U, ws)]
+        ref = HandSolver(hand, solver.tensors).evaluate(moved, U, Workspace.for_hand(hand))
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13 * float(np.nanmax(np.abs(U))))
+        solver.keep_jam_chances(ws)
+        solver.keep_depth2_sums(ws)
+        ws.forget()
+    for a, b in zip(before, neighbour.jam_chances + neighbour.depth2_sums):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="same tree"):
+        make_case((20, 23, 2), tensors)[2].copy_kept_sums(neighbour)
+
+
 def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
     """A layer solve keeps each state's depth-2 jam chances (HandSolver.keep_jam_chances) and the
     next evaluation of that hand in a workspace another hand has used starts from them: it must
