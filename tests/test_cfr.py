@@ -333,7 +333,7 @@ def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
 
 def test_factored_depth2_sums_follow_either_jammer_range(tensors):
     """A depth-2 node that is its creator's jam child has the reach x(a) y(b) and keeps its sums by
-    rows of a (engine.cfr._factored_depth2_counterfactuals): changes of the first jammer's range
+    rows of a (engine.depth2._factored_depth2_counterfactuals): changes of the first jammer's range
     x cost a vector per row, changes of the creator's range y the changed columns of each kept row.
     Through changes of x alone, y alone, rows leaving and re-entering the range, and a restart
     from kept outcome-space sums under new utilities, every pass must equal a from-scratch one."""
@@ -444,7 +444,7 @@ def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
 
 
 def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(tensors):
-    """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.cfr._three_way_chances):
+    """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.depth2._three_way_chances):
     that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""
     from engine.cfr import SWAP_FIRST_TWO, _swap_symmetric
     sd = tensors[2]
@@ -459,8 +459,8 @@ def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(te
 
 
 def test_packed_pairs_hold_every_unordered_pair_class_major(tensors):
-    """m3p[c, pair(a, b), o] == m3c[a, b, c, o] for a <= b, pairs numbered a-major (engine.cfr.pack_pairs)."""
-    from engine.cfr import NPAIRS, _fill_ab
+    """m3p[c, pair(a, b), o] == m3c[a, b, c, o] for a <= b, pairs numbered a-major (engine.depth2.pack_pairs)."""
+    from engine.depth2 import NPAIRS, _fill_ab
     sd = tensors[2]
     m3c = sd.cond3[..., None] * np.moveaxis(sd.order3, 0, -1)
     a, b = np.triu_indices(NC)  # a-major, b increasing: the pair numbering
