@@ -40,13 +40,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from engine.depth2 import (NC, NPAIRS, _depth2_counterfactuals, _factored_depth2_counterfactuals, _fold_terminal,
+                           _three_way_chances, keep_depth2_sums, pack_pairs)
 from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_NONE, KIND_S2,
                               CompiledHand)
-from engine.depth2 import (NPAIRS, _depth2_counterfactuals, _factored_depth2_counterfactuals, _fold_terminal,
-                           _three_way_chances, keep_depth2_sums, pack_pairs)
 from engine.showdown import ShowdownTensors
-
-NC = 169
 
 SWAP_FIRST_TWO = np.array([2, 3, 0, 1, 5, 4])
 """Outcome index of order o (lexicographic permutations of the deal positions, best first) when

@@ -233,6 +233,24 @@ def _fold_terminal(f, term_kind):
 
 
 @nb.njit(cache=True, nogil=True)
+def _sums_from_kept(h, k, tj, tf, term_kind, U, MJ, MF, C):
+    """C[1, h] = MJ[h] · U (the jam showdown tj) and, for a two-jammer fold showdown tf (≥ 0),
+    C[0, h] = MF[h] · U: the kept outcome-space sums (:func:`keep_depth2_sums`) in $ of actor k."""
+    for c in range(NC):
+        s = 0.0
+        for o in range(6):
+            s += MJ[h, c, o] * U[tj, o, k]
+        C[1, h, c] = s
+    if tf >= 0:  # the kept fold sums used the same weights with this U's fold values
+        nf = 2 if term_kind[tf] == KIND_J2 else 6  # orders of the fold showdown (U is unset beyond)
+        for c in range(NC):
+            s = 0.0
+            for o in range(nf):
+                s += MF[h, o, c] * U[tf, o, k]
+            C[0, h, c] = s
+
+
+@nb.njit(cache=True, nogil=True)
 def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, tf, term_kind, J3, J3_ready, W, C,
                             C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam):
     """cf_fold[h] and cf_jam[h] of the depth-2 node h, kept up to date between passes.
@@ -261,18 +279,7 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
             C[0, h, c] = 0.0
             C[1, h, c] = 0.0
         if M_ready[h] == 1:  # start from the kept sums: their value under this U and the weights MW
-            for c in range(NC):
-                s = 0.0
-                for o in range(6):
-                    s += MJ[h, c, o] * U[tj, o, k]
-                C[1, h, c] = s
-            if tf >= 0:  # the kept fold sums used the weights MW with this U's fold values (all computed)
-                nf = 2 if term_kind[tf] == KIND_J2 else 6  # orders of the fold showdown (U is unset beyond)
-                for c in range(NC):
-                    s = 0.0
-                    for o in range(nf):
-                        s += MF[h, o, c] * U[tf, o, k]
-                    C[0, h, c] = s
+            _sums_from_kept(h, k, tj, tf, term_kind, U, MJ, MF, C)
             for i in range(NC * NC):
                 w = MW[off + i]
                 W[0, off + i] = w
@@ -346,18 +353,8 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U
             XY[h, 1, c] = 0.0
             P_valid[h, c] = 0
         if M_ready[h] == 1:  # the kept sums under this U, for the weights x, y they were kept with
-            nf = 2 if term_kind[tf] == KIND_J2 else 6
-            for c in range(NC):
-                sj = 0.0
-                for o in range(6):
-                    sj += MJ[h, c, o] * U[tj, o, k]
-                sf = 0.0
-                for o in range(nf):
-                    sf += MF[h, o, c] * U[tf, o, k]
-                C[1, h, c] = sj
-                C[0, h, c] = sf
-                XY[h, 0, c] = MXY[h, 0, c]
-                XY[h, 1, c] = MXY[h, 1, c]
+            _sums_from_kept(h, k, tj, tf, term_kind, U, MJ, MF, C)
+            XY[h] = MXY[h]
     cols = np.empty(NC, np.int64)
     dys = np.empty(NC)
     nb_ = 0
