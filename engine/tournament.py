@@ -285,6 +285,36 @@ def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U
     return float((gains + dU.max(axis=(0, 1)) - np.einsum("to,top->p", order_probs, dU)).max())
 
 
+def gain_lower_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray,
+                     term_orders: np.ndarray) -> float:
+    """Lower bound ($) on a profile's exploitability under ``U_now``, from its evaluation under ``U_then``.
+
+    The other side of :func:`gain_bound`: player k's value moves by exactly E_P[ΔU_k] and his best
+    response's by at least the smallest ΔU_k over the outcomes that occur, so
+    gain_k(U_now) ≥ gain_k(U_then) + min ΔU_k − E_P[ΔU_k].
+    """
+    dU = U_now - U_then  # (terminals, orders, players)
+    occurs = np.arange(dU.shape[1])[None, :] < term_orders[:, None]
+    if not occurs.any():
+        return float(gains.max())
+    low = np.where(occurs[:, :, None], dU, np.inf).min(axis=(0, 1))
+    return float((gains + low - np.einsum("to,top->p", order_probs, dU)).max())
+
+
+def needs_no_check(lower: float, upper: float, target: float) -> bool:
+    """Whether a solved state can be re-solved without first checking its profile exactly.
+
+    ``lower`` and ``upper`` ($) bound the profile's exploitability under the new values. When
+    even the lower bound is above the target the state must be re-solved anyway, and the exact
+    exploitability would only decide whether its regrets are rescaled first
+    (:func:`prepare_resolve`: above :data:`RESCALE_ABOVE` × target), which the bounds decide too
+    unless they straddle that line. The check is a whole pass under new utilities (the most
+    expensive kind: it fills the showdown values of every reached jammer pair) and its profile is
+    not the re-solve's first iterate, so skipping it saves that pass; the re-solve is the same.
+    """
+    return lower > target and (lower > RESCALE_ABOVE * target or upper <= RESCALE_ABOVE * target)
+
+
 def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], node_actor: np.ndarray,
                  term_orders: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:
     """Upper bound ($) on a profile's exploitability under ``U_now`` from its decisions' margins under ``U_then``.
@@ -522,9 +552,12 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 if not fresh:
                     then = ledger.gains[s].max()
                     bound = then + 2.0 * ledger.drift[s]
+                    lower = then - 2.0 * ledger.drift[s]
                     if bound > target and ledger.checked_at[s] >= 0:
                         U_then = utilities(solver.hand, {**lower_values, n: ledger.V_at[int(ledger.checked_at[s])]})
                         bound = gain_bound(ledger.gains[s], ledger.order_probs[s], U_then, U)
+                        lower = max(lower, gain_lower_bound(ledger.gains[s], ledger.order_probs[s], U_then, U,
+                                                            solver.hand.term_orders))
                         if bound > target and solver.margins is not None:
                             bound = min(bound, margin_bound(solver.strategy(), solver.margins,
                                                             solver.hand.node_actor, solver.hand.term_orders, U_then, U))
@@ -539,6 +572,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     if source[s] >= 0:
                         _warm_start(solver, solvers[source[s]])
                     e = np.inf
+                elif needs_no_check(lower, bound, target):
+                    e = lower  # above the target for sure: re-solved below, as the exact check would decide
                 else:
                     e, gains = solver.exploitability(U, ws=ws)
                     ledger.gains[s] = gains

@@ -264,6 +264,50 @@ def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
     assert checked == 4 * len(hands)
 
 
+def test_gain_lower_bound_holds_under_changed_utilities(tiny_tensors):
+    """The other side of the skip bound: a profile's exploitability under new utilities is never below
+    :func:`gain_lower_bound`, which is exact for a uniform shift and strictly above 0 for some changes
+    (else it could never spare a check)."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.tournament import compile_layer, gain_bound, gain_lower_bound, icm_values
+
+    stacks, hands = compile_layer(6, 3, PAYOUTS)
+    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    rng = np.random.default_rng(5)
+    positive = checked = 0
+    for hand in hands:
+        solver = HandSolver(hand, tiny_tensors)
+        U = utilities(hand, values)
+        solver.iterate(U, 5)
+        sigma = solver.current_strategy()
+        e, gains = solver.exploitability(U, sigma=sigma)
+        P = solver.order_probs.copy()
+        assert gain_lower_bound(gains, P, U, U, hand.term_orders) == pytest.approx(e)
+        shifted = U + np.array([0.3, -0.2, 0.1])
+        assert gain_lower_bound(gains, P, U, shifted, hand.term_orders) == pytest.approx(e)
+        for scale in (1e-3, 0.05, 0.5):
+            moved = {2: values[2], 3: values[3] + rng.normal(0.0, scale, values[3].shape)}
+            U2 = utilities(hand, moved)
+            e2, _ = solver.exploitability(U2, sigma=sigma)
+            low = gain_lower_bound(gains, P, U, U2, hand.term_orders)
+            assert low <= e2 + 1e-12 and e2 <= gain_bound(gains, P, U, U2) + 1e-12
+            positive += low > 0.0
+            checked += 1
+    assert checked == 3 * len(hands) and positive > 0
+
+
+def test_a_state_skips_its_check_only_when_the_bounds_decide_the_resolve():
+    """needs_no_check: only when the state is surely above target, and the bounds settle the rescale."""
+    from engine.tournament import RESCALE_ABOVE, needs_no_check
+
+    t = 1e-3
+    assert not needs_no_check(0.9 * t, 5 * t, t)  # may be within target: check
+    assert needs_no_check(2 * t, 5 * t, t)  # above, and surely not far off: no rescale either way
+    assert needs_no_check(2 * RESCALE_ABOVE * t, 3 * RESCALE_ABOVE * t, t)  # surely far off: rescale
+    assert not needs_no_check(2 * t, 2 * RESCALE_ABOVE * t, t)  # the rescale is open: check
+
+
 def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tensors):
     """The margin bound of PI-CFR+ (decision margins kept from the certified evaluation): never below
     the exploitability under new utilities, and for small changes far below :func:`gain_bound`; a
