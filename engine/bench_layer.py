@@ -24,8 +24,8 @@ the states, nodes, CFR+ iterations and seconds cold, from a neighbour and warm, 
 one CFR+ iteration, then projections on the machine's threads: one cold pass over every state of
 the layer, the first solve of every state as the first outer iteration does it (cold where a
 chain starts, from a neighbour elsewhere), and one warm pass over every state. The gs08 3-player
-layer needed about one cold pass and the equivalent of a handful of warm passes (README,
-Status). Also prints the solver memory per state (regrets, predictions and decision margins in
+layer needed about one cold pass and the equivalent of a handful of warm passes (see
+PERFORMANCE.md). Also prints the solver memory per state (regrets, predictions and decision margins in
 float32, certified profile in float64; the average only lives during a solve) and for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
