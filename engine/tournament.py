@@ -572,7 +572,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     if source[s] >= 0:
                         _warm_start(solver, solvers[source[s]])
                     e = np.inf
-                elif needs_no_check(lower, bound, target):
+                elif np.isfinite(then) and needs_no_check(lower, bound, target):
                     e = lower  # above the target for sure: re-solved below, as the exact check would decide
                 else:
                     e, gains = solver.exploitability(U, ws=ws)
