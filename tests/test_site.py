@@ -85,3 +85,23 @@ def test_model_pages_show_the_warehouse_numbers(tiny_build):
     assert f"{mapd:.4f}" in html
     gain = con.execute("SELECT all_max_gain FROM ex_post WHERE game = 'tiny' AND profile = 'FGS-2'").fetchone()[0]
     assert f"{gain:.5f}" in (tiny_build["site"] / "ex-post.html").read_text()
+
+
+def test_every_model_line_gets_its_own_colour():
+    """Charts with all models in one panel: no two models share a colour (the FGS depths once all
+    drew in the same purple), and the FGS-d ramp gets darker with depth."""
+    from sitegen.charts import MODEL_COLORS, model_colors
+
+    models = ["harville", "weitzman", "roberts", "proportional", "equilibrium"] + [f"FGS-{d}" for d in range(1, 11)]
+    colors = model_colors(models)
+    assert len(set(colors)) == len(models)
+    assert colors[:5] == [MODEL_COLORS[m] for m in models[:5]]
+
+    def luminance(color: str) -> float:
+        r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    ramp = [luminance(c) for c in colors[5:]]
+    assert all(a > b for a, b in zip(ramp, ramp[1:]))
+    assert len(set(model_colors(["FGS-1", "FGS-2", "FGS-3"]))) == 3
+    assert model_colors(["FGS-2"]) == model_colors(["FGS-7"])  # a lone depth: the darkest

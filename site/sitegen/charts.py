@@ -14,8 +14,35 @@ MODEL_COLORS = {"harville": "#1f77b4", "weitzman": "#ff7f0e", "roberts": "#2ca02
                 "proportional": "#7f7f7f", "equilibrium": "#d62728"}
 
 
+FGS_LIGHTEST, FGS_DARKEST = (0xc0, 0x8f, 0xd8), (0x3f, 0x00, 0x7d)
+"""Ends of the purple ramp of the FGS-d lines: FGS-1 lightest, the deepest FGS in a chart darkest."""
+OTHER_COLOR = "#8c564b"
+
+
+def _fgs_depth(model: str) -> int | None:
+    head, _, depth = model.partition("-")
+    return int(depth) if head == "FGS" and depth.isdigit() else None
+
+
+def model_colors(models: list[str]) -> list[str]:
+    """One colour per model: the base models and the references their own, FGS-1 … FGS-D a ramp
+    from light to dark purple (darker = deeper), so every FGS line of a chart is told apart."""
+    depths = [d for d in map(_fgs_depth, models) if d is not None]
+    deepest = max(depths, default=1)
+    colors = []
+    for m in models:
+        d = _fgs_depth(m)
+        if d is None:
+            colors.append(MODEL_COLORS.get(m, OTHER_COLOR))
+            continue
+        t = (d - 1) / (deepest - 1) if deepest > 1 else 1.0
+        rgb = (round(a + t * (b - a)) for a, b in zip(FGS_LIGHTEST, FGS_DARKEST))
+        colors.append("#" + "".join(f"{c:02x}" for c in rgb))
+    return colors
+
+
 def model_color_scale(models: list[str]) -> alt.Scale:
-    return alt.Scale(domain=models, range=[MODEL_COLORS.get(m, "#9467bd") for m in models])
+    return alt.Scale(domain=models, range=model_colors(models))
 
 
 def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> alt.Chart:
