@@ -4,12 +4,17 @@
 the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D): Harville warm-started from the
 equilibrium's regrets, Weitzman, Roberts and FGS-1 from Harville's, each deeper FGS depth from the
 previous one; it writes `model_nodes`, `fgs_values` and
-`model_sweeps`. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
+`model_sweeps`. Every finished layer of every sweep is checkpointed in `.cache/models/` (see
+:mod:`engine.sweep_checkpoint`), so an interrupted run resumes with the sweeps it finished and
+gives the same tables; the checkpoints are deleted once the tables are written. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
 read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
 into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model).
 """
 
+import hashlib
+import shutil
 import time
+from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -17,7 +22,7 @@ import pandas as pd
 
 from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
@@ -29,6 +34,12 @@ from engine.tournament import compile_layer, largest_hand
 from warehouse import db
 
 SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
+
+
+def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
+    """Where the model sweeps of a game checkpoint (keyed like the equilibrium's: game, tables, gamma)."""
+    digest = hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
+    return cache_dir("models", f"{cfg.name}-{digest}")
 
 
 def model_names(cfg: GameConfig) -> list[str]:
@@ -78,23 +89,28 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     context.log.info("warm start: " + ("the equilibrium's regrets" if warm else "none (no solve checkpoint)"))
     layer_wall: dict[str, dict[int, float]] = {}
 
+    folder = sweep_checkpoint_dir(cfg)
+
     def progress(event: dict) -> None:
         layer_wall.setdefault(event["label"], {})[event["players"]] = event["wall_s"]
+        how = "read back from its checkpoint (solved in" if event.get("resumed") else "("
         context.log.info(f"{event['label']}: {event['players']}-player layer, {event['states']} states, "
                          f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
-                         f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
+                         f"{event['max_exploitability']:.2e} $ {how} {event['wall_s']:.1f} s)")
 
     # Harville first (warm from the equilibrium); the other ICM-family models start from Harville's
     # regrets (their values are closer to Harville's than to the equilibrium's: on the quick game
     # Weitzman 40 s instead of 73 s, Roberts 54 s instead of 94 s), then FGS-1 … FGS-D as a chain
     harville_values = model_values("harville", stacks, cfg.payouts)
-    harville = solve_sweep("harville", layers, harville_values, cfg.gamma, tensors, warm=warm, progress=progress)
+    harville = solve_sweep("harville", layers, harville_values, cfg.gamma, tensors, warm=warm, progress=progress,
+                           checkpoint=folder, keep_solvers=True)
     others = [solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                          warm=harville.solvers, progress=progress) for model in MODELS if model != "harville"]
+                          warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False)
+              for model in MODELS if model != "harville"]
     for sweep in others:
         sweep.solvers = {}
     fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, progress=progress,
-                             first=harville)
+                             first=harville, checkpoint=folder)
     sweeps: list[Sweep] = [*fgs, *others]
     fgs_frames = []
     for d in range(1, len(values)):
@@ -122,6 +138,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
         summary = con.execute("""SELECT model, averaging, mapd_pct, mad, max_relative_pct, min_relative_pct
                                  FROM deviation_summary WHERE game = ? AND players IS NULL
                                  ORDER BY averaging, model""", [cfg.name]).df()
+    shutil.rmtree(folder, ignore_errors=True)  # the tables are written: nothing left to resume
     checks = [
         dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
                             metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma}),

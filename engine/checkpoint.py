@@ -84,7 +84,7 @@ def block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
     return sorted(found)
 
 
-def _write(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]]) -> None:
+def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]]) -> None:
     """An .npz of ``small`` arrays and of streamed (rows, width) arrays written piece by piece."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -103,7 +103,7 @@ def _write(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np
     os.replace(tmp, path)
 
 
-def _records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | None) -> tuple[dict, dict]:
+def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | None) -> tuple[dict, dict]:
     """The small arrays and streams holding the records of ``states``."""
     chosen = [solvers[s] for s in states]
     n = chosen[0].hand.n_players if chosen else 0
@@ -133,13 +133,13 @@ def _records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | Non
 def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver],
                ledger: Ledger, finished: bool = False) -> None:
     """The layer after ``outer`` outer iterations (``finished``: solved and measured); drops its blocks."""
-    small, streams = _records(np.arange(len(solvers)), solvers, ledger)
+    small, streams = solver_records(np.arange(len(solvers)), solvers, ledger)
     referenced = sorted(ledger.V_at)
     small.update(V=V, outer=np.array(outer), finished=np.array(finished),
                  log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
                  log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
                  V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
-    _write(layer_path(folder, n), small, streams)
+    write_npz(layer_path(folder, n), small, streams)
     for _, _, p in block_paths(folder, n):
         p.unlink()
 
@@ -151,14 +151,14 @@ def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: 
     done = block_paths(folder, n)
     number = max((b for o, b, _ in done if o == outer), default=-1) + 1
     idx = np.array(states, np.int64)
-    small, streams = _records(idx, solvers, ledger)
+    small, streams = solver_records(idx, solvers, ledger)
     small.update(spent=np.array([spent[s] for s in states], np.int64))
     path = folder / f"layer{n}.outer{outer}.block{number:05d}.npz"
-    _write(path, small, streams)
+    write_npz(path, small, streams)
     return path
 
 
-def _restore(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarray:
+def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarray:
     """Put the records in ``data`` back into their solvers (and ledger); returns their state indices."""
     states = data["states"] if "states" in data else np.arange(len(solvers))
     sizes = np.array([len(solvers[s].hand.node_actor) for s in states])
@@ -207,7 +207,7 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
     path = layer_path(folder, n)
     data = np.load(path)
     try:
-        _restore(data, solvers, ledger)
+        restore_records(data, solvers, ledger)
     except ValueError as exc:
         raise ValueError(f"checkpoint {path}: {exc}") from None
     if ledger is not None and "V_at_keys" in data:
@@ -232,7 +232,7 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], led
             continue
         data = np.load(path)
         try:
-            states = _restore(data, solvers, ledger)
+            states = restore_records(data, solvers, ledger)
         except ValueError as exc:
             raise ValueError(f"checkpoint {path}: {exc}") from None
         done.update(zip(states.tolist(), data["spent"].tolist()))

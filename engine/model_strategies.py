@@ -31,6 +31,7 @@ from engine.cfr import HandSolver, SolverTensors
 from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.policy_evaluation import evaluate_layer
+from engine.sweep_checkpoint import drop_solvers, load_sweep_layer, save_sweep_layer
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
 
 Layers = dict[int, list[CompiledHand]]
@@ -47,7 +48,7 @@ class Sweep:
     exploitability: dict[int, np.ndarray]  # n -> (m,) $
     iterations: dict[int, np.ndarray]  # n -> (m,) CFR+ iterations spent in this sweep
     solvers: dict[int, list[HandSolver]]  # kept for the next sweep's warm start
-    wall_s: float
+    wall_s: float  # seconds spent solving its layers (when read back from a checkpoint: when they were solved)
 
 
 def model_values(model: str, stacks: dict[int, np.ndarray], payouts: tuple[float, ...]) -> dict[int, np.ndarray]:
@@ -94,11 +95,15 @@ def warm_start(new: HandSolver, old: HandSolver, weight: float = WARM_WEIGHT) ->
 
 def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarray], gamma: float,
                 tensors: SolverTensors, warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
-                batch: int = 8, max_iterations: int = 20_000, progress: ProgressFn | None = None) -> Sweep:
+                batch: int = 8, max_iterations: int = 20_000, progress: ProgressFn | None = None,
+                checkpoint: Path | None = None, keep_solvers: bool = True) -> Sweep:
     """Solve every state's hand to exploitability ≤ gamma ($) with successors valued by ``successor_values``.
 
     ``successor_values[n]`` is the (states, n) $ table of every layer a hand can lead to (its own
-    included). ``warm[n][s]`` (optional) is a solver whose regrets start state s.
+    included). ``warm[n][s]`` (optional) is a solver whose regrets start state s. With a
+    ``checkpoint`` folder each finished layer is saved there (its solvers too when
+    ``keep_solvers``: a later sweep warm-starts from them) and a layer already saved is read back
+    instead of solved (:mod:`engine.sweep_checkpoint`).
     """
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     t_start = time.perf_counter()
@@ -108,6 +113,20 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
         for n, hands in sorted(layers.items()):
             m = len(hands)
             solvers = [HandSolver(h, tensors) for h in hands]
+            saved = load_sweep_layer(checkpoint, label, n, solvers) if checkpoint is not None else None
+            if saved is not None:
+                out.wall_s += saved["wall_s"]
+                out.hand_values[n], out.strategies[n] = saved["values"], saved["strategies"]
+                out.order_probs[n], out.exploitability[n] = saved["order_probs"], saved["exploitability"]
+                out.iterations[n] = saved["iterations"]
+                if saved["solvers"]:
+                    out.solvers[n] = solvers
+                if progress:
+                    progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
+                              "cfr_iterations": int(saved["iterations"].sum()),
+                              "max_exploitability": float(saved["exploitability"].max()),
+                              "wall_s": saved["wall_s"], "resumed": True})
+                continue
             if warm is not None and n in warm:
                 for new, old in zip(solvers, warm[n]):
                     warm_start(new, old)
@@ -129,6 +148,10 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
 
             t0 = time.perf_counter()
             pool.map(work, heaviest_first(hands))
+            wall = time.perf_counter() - t0
+            out.wall_s += wall
+            if checkpoint is not None:
+                save_sweep_layer(checkpoint, label, n, values, order_probs, expl, spent, wall, solvers, keep_solvers)
             out.hand_values[n] = values
             out.strategies[n] = [s.strategy() for s in solvers]
             out.order_probs[n] = order_probs
@@ -138,10 +161,9 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
             if progress:
                 progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
                           "cfr_iterations": int(spent.sum()), "max_exploitability": float(expl.max()),
-                          "wall_s": time.perf_counter() - t0})
+                          "wall_s": wall, "resumed": False})
     finally:
         pool.close()
-    out.wall_s = time.perf_counter() - t_start
     return out
 
 
@@ -155,13 +177,14 @@ def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> 
 
 def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamma: float, tensors: SolverTensors,
                warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
-               progress: ProgressFn | None = None, first: Sweep | None = None,
+               progress: ProgressFn | None = None, first: Sweep | None = None, checkpoint: Path | None = None,
                ) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
     """The D + 1 FGS sweeps and the value tables v⁰ … v^D.
 
     Returns (sweeps, values): sweeps[k] holds the strategies of model FGS-k (k = 0 is Harville)
     and values[d] = vᵈ ($ per layer), values[0] = Harville. ``first``: the Harville sweep if
-    already solved (its solvers then warm-start FGS-1).
+    already solved (its solvers then warm-start FGS-1). ``checkpoint``: see :func:`solve_sweep`;
+    a sweep's saved solvers are deleted once the next depth is saved.
     """
     values = [harville]
     sweeps: list[Sweep] = []
@@ -171,11 +194,13 @@ def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamm
             sweep = first
         else:
             sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads,
-                                progress=progress)
+                                progress=progress, checkpoint=checkpoint, keep_solvers=k < depth)
         sweeps.append(sweep)
         warm = sweep.solvers
         if k < depth:
             values.append(sweep.hand_values)
         if k:
             sweeps[k - 1].solvers = {}  # only the latest solvers are needed for warm starts
+            if checkpoint is not None:
+                drop_solvers(checkpoint, sweeps[k - 1].label)
     return sweeps, values

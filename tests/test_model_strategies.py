@@ -84,3 +84,59 @@ def test_profile_values_of_a_model_profile(game):
         for s in range(len(stacks[n])):
             ev, U = reference(stacks[n][s], V, model)
             np.testing.assert_allclose(ev.root_values(sweep.strategies[n][s], U), V[n][s], atol=1e-9)
+
+
+def _all_sweeps(game, folder, progress):
+    """The model sweeps in the analysis' order: Harville, the other ICM-family models from Harville's
+    regrets, then FGS-1 … FGS-2 as a chain (as assets/model_analysis.py runs them)."""
+    tensors, _, stacks, layers = game
+    harville_values = model_values("harville", stacks, PAY)
+    harville = solve_sweep("harville", layers, harville_values, GAMMA, tensors, threads=2, progress=progress,
+                           checkpoint=folder, keep_solvers=True)
+    others = [solve_sweep(m, layers, model_values(m, stacks, PAY), GAMMA, tensors, warm=harville.solvers, threads=2,
+                          progress=progress, checkpoint=folder, keep_solvers=False) for m in ("weitzman", "roberts")]
+    fgs, values = fgs_sweeps(layers, harville_values, 2, GAMMA, tensors, threads=2, progress=progress,
+                             first=harville, checkpoint=folder)
+    return [*fgs, *others], values
+
+
+def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeypatch):
+    """Killed while solving its 6th sweep layer (of 10), a rerun reads the 5 saved ones back and
+    solves the rest from the same regrets: every table equals an uninterrupted run's to the bit.
+    Solvers are kept on disk only while a later sweep warm-starts from them."""
+    import engine.model_strategies as ms
+
+    straight, straight_values = _all_sweeps(game, tmp_path / "straight", None)
+
+    saves = []
+    original = ms.save_sweep_layer
+
+    def killed_after_five(*args, **kwargs):
+        if len(saves) == 5:
+            raise KeyboardInterrupt
+        saves.append(args[1:3])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ms, "save_sweep_layer", killed_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        _all_sweeps(game, tmp_path / "resumed", None)
+    monkeypatch.setattr(ms, "save_sweep_layer", original)
+    events = []
+    resumed, resumed_values = _all_sweeps(game, tmp_path / "resumed", events.append)
+
+    assert [(e["label"], e["players"]) for e in events if e["resumed"]] == saves
+    assert sum(not e["resumed"] for e in events) == 10 - 5
+    for a, b in zip(straight, resumed):
+        assert a.label == b.label
+        for n in a.strategies:
+            np.testing.assert_array_equal(a.hand_values[n], b.hand_values[n])
+            np.testing.assert_array_equal(a.iterations[n], b.iterations[n])
+            np.testing.assert_array_equal(a.exploitability[n], b.exploitability[n])
+            for x, y in zip(a.strategies[n], b.strategies[n]):
+                np.testing.assert_array_equal(x, y)
+            for x, y in zip(a.order_probs[n], b.order_probs[n]):
+                np.testing.assert_array_equal(x, y)
+    for va, vb in zip(straight_values, resumed_values):
+        for n in va:
+            np.testing.assert_array_equal(va[n], vb[n])
+    assert not list((tmp_path / "resumed").glob("*.solvers.npz"))  # FGS-2 done: no sweep warm-starts any more

@@ -182,6 +182,9 @@ def test_model_strategies_and_their_ex_post(tiny_build):
     assert con.execute("SELECT min(gain) FROM nemesis_values WHERE game = 'tiny'").fetchone()[0] >= -1e-8
     # the equilibrium is much harder to exploit than a model that ignores the future hands
     assert ex.loc["harville", "all_mean_gain"] > 5 * ex.loc["equilibrium", "all_mean_gain"]
+    # the sweeps' checkpoints were written and, the tables being in, deleted
+    models_cache = tiny_build["root"] / "cache" / "models"
+    assert models_cache.is_dir() and not any(models_cache.rglob("*.npz"))
 
 
 def test_simulation_tables(tiny_build):

@@ -1,0 +1,76 @@
+"""Checkpoints of the model sweeps (:mod:`engine.model_strategies`): an interrupted analysis keeps
+every layer of every sweep it finished.
+
+Per sweep and layer, two files in the checkpoint folder, each written to a temporary name and
+renamed into place (complete or absent):
+
+- ``{label}.layer{n}.npz``: what the sweep produced for the layer — each state's hand value ($),
+  certified strategy, outcome probabilities, exploitability ($) and CFR+ iterations, and the
+  layer's wall time (s);
+- ``{label}.layer{n}.solvers.npz``: the layer's solvers (regrets, predictions, regret weight,
+  iteration count; see :mod:`engine.checkpoint`), only while a later sweep still warm-starts from
+  them (:func:`drop_solvers` deletes them after).
+
+A sweep read back this way is the sweep that was saved, to the bit, and later sweeps warm-start
+from the same regrets, so a resumed analysis gives the tables of one never interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engine.cfr import HandSolver
+from engine.checkpoint import restore_records, solver_records, write_npz
+
+
+def _paths(folder: Path, label: str, n: int) -> tuple[Path, Path]:
+    return folder / f"{label}.layer{n}.npz", folder / f"{label}.layer{n}.solvers.npz"
+
+
+def save_sweep_layer(folder: Path, label: str, n: int, values: np.ndarray, order_probs: list[np.ndarray],
+                     exploitability: np.ndarray, iterations: np.ndarray, wall_s: float,
+                     solvers: list[HandSolver], keep_solvers: bool) -> None:
+    """One finished layer of sweep ``label``; its solvers too when ``keep_solvers`` (written first,
+    so a layer whose results exist always has them when they were meant to be kept)."""
+    results, solver_file = _paths(folder, label, n)
+    if keep_solvers:
+        small, streams = solver_records(np.arange(len(solvers)), solvers, None)
+        write_npz(solver_file, small, streams)
+    strategies = [s.strategy() for s in solvers]
+    small = {"values": values, "exploitability": exploitability, "iterations": iterations.astype(np.int64),
+             "wall_s": np.array(wall_s), "sizes": np.array([len(x) for x in strategies], np.int64),
+             "terminals": np.array([len(p) for p in order_probs], np.int64)}
+    streams = {"strategies": (np.float64, 169, strategies), "order_probs": (np.float64, 6, order_probs)}
+    write_npz(results, small, streams)
+
+
+def load_sweep_layer(folder: Path, label: str, n: int, solvers: list[HandSolver]) -> dict | None:
+    """The saved layer of sweep ``label``, None if absent: values, strategies, order_probs,
+    exploitability, iterations, wall_s, and ``solvers`` (whether the given solvers got their saved
+    regrets back: only while the sweep's solvers are kept)."""
+    results, solver_file = _paths(folder, label, n)
+    if not results.exists():
+        return None
+    data = np.load(results)
+    sizes = data["sizes"]
+    if len(sizes) != len(solvers) or any(int(k) != len(s.hand.node_actor) for k, s in zip(sizes, solvers)):
+        raise ValueError(f"checkpoint {results} does not match this game (delete it to start over)")
+    restored = solver_file.exists()
+    if restored:
+        restore_records(np.load(solver_file), solvers, None)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
+    strategies, probs = data["strategies"], data["order_probs"]
+    m = len(solvers)
+    return {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
+            "wall_s": float(data["wall_s"]), "solvers": restored,
+            "strategies": [strategies[offsets[i]:offsets[i + 1]].copy() for i in range(m)],
+            "order_probs": [probs[t_off[i]:t_off[i + 1]].copy() for i in range(m)]}
+
+
+def drop_solvers(folder: Path, label: str) -> None:
+    """Delete the kept solvers of sweep ``label`` (no later sweep warm-starts from them)."""
+    for path in folder.glob(f"{label}.layer*.solvers.npz"):
+        path.unlink()
