@@ -93,10 +93,10 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
 
     def progress(event: dict) -> None:
         layer_wall.setdefault(event["label"], {})[event["players"]] = event["wall_s"]
-        how = "read back from its checkpoint (solved in" if event.get("resumed") else "("
+        how = "read back from its checkpoint, solved in " if event.get("resumed") else ""
         context.log.info(f"{event['label']}: {event['players']}-player layer, {event['states']} states, "
                          f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
-                         f"{event['max_exploitability']:.2e} $ {how} {event['wall_s']:.1f} s)")
+                         f"{event['max_exploitability']:.2e} $ ({how}{event['wall_s']:.1f} s)")
 
     # Harville first (warm from the equilibrium); the other ICM-family models start from Harville's
     # regrets (their values are closer to Harville's than to the equilibrium's: on the quick game
