@@ -180,8 +180,16 @@ def cmd_build(args: argparse.Namespace) -> None:
     selection = [a for a in ALL_ASSETS if a not in equilibrium] if args.skip_solve else ALL_ASSETS
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
-    result = dg.materialize(selection, resources=resources, instance=dg.DagsterInstance.get(), raise_on_error=False,
-                            tags={"game": cfg.name})
+    from jamfold.progress import BuildProgress, build_logger
+
+    progress = BuildProgress(total=len(selection))
+    defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
+                          jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
+    try:
+        result = defs.resolve_job_def("jamfold_build").execute_in_process(
+            instance=dg.DagsterInstance.get(), raise_on_error=False, run_config={"loggers": {"build": {}}})
+    finally:
+        progress.finish()
     if not result.success:
         print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(1)

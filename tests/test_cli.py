@@ -115,3 +115,54 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     code, out, _ = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
                        "--warehouse", str(tiny_build["warehouse"]))
     assert code == 0 and "BU after nobody jammed" in out
+
+
+def _record(level, message, kind=None, step="solve_3p"):
+    import logging
+    from types import SimpleNamespace
+
+    record = logging.LogRecord("jamfold.build", level, __file__, 0, message, None, None)
+    event = SimpleNamespace(step_key=step, event_type_value=kind) if kind else None
+    record.dagster_meta = {"dagster_event": event, "op_name": step, "orig_message": message}
+    return record
+
+
+def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
+    """The build's logger: a bar of the assets done (with the one running), the assets' own
+    INFO-and-above messages, none of Dagster's DEBUG framework events."""
+    import io
+    import logging
+
+    from jamfold.progress import BuildProgress
+
+    stream = io.StringIO()
+    progress = BuildProgress(total=2, stream=stream, bar=True)
+    progress.emit(_record(logging.DEBUG, 'Started execution of step "solve_3p".', "STEP_START"))
+    progress.emit(_record(logging.INFO, "3-player layer, outer iteration 1: 946 states updated"))
+    progress.emit(_record(logging.DEBUG, 'Finished execution of step "solve_3p".', "STEP_SUCCESS"))
+    progress.emit(_record(logging.DEBUG, "Started", "STEP_START", step="site"))
+    progress.emit(_record(logging.ERROR, "site: mkdocs failed", "STEP_FAILURE", step="site"))
+    assert progress.bar.n == 1 and progress.failed == ["site"]
+    progress.finish()
+    text = stream.getvalue()
+    assert "solve_3p - 3-player layer, outer iteration 1: 946 states updated" in text
+    assert "site - ERROR: site: mkdocs failed" in text
+    assert "Started execution" not in text and "Finished execution" not in text
+    assert "assets: 1/2" in text  # the bar, drawn on the stream
+
+
+def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp_path, monkeypatch):
+    """`jamfold build` of a tiny game (equilibrium skipped) into a log: the assets' lines, no bar."""
+    from conftest import TINY_TOML
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TOML)
+    for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
+        (tmp_path / sub).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    code, out, err = run(capsys, "build", "--config", str(config), "--skip-solve",
+                         "--warehouse", str(tmp_path / "lab.duckdb"))
+    assert code == 0, err
+    assert "built 'tiny'" in out
+    assert "rollout_triples - " in err and "results_site - site built" in err
+    assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err

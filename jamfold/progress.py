@@ -1,0 +1,65 @@
+"""What `jamfold build` prints while Dagster materializes the assets: the assets' own log lines
+(progress of the long ones: rollout chunks, outer iterations, sweeps) and, on a terminal, a bar of
+the assets done with the one running.
+
+Dagster's default console logger also prints a dozen framework events per asset (step started,
+output handled, input loaded, …: 113 lines for the quick game against 52 of the assets' own); the
+build logger below keeps only INFO and above, writes them through tqdm so that the bar stays
+below them, and counts the finished steps. Off a terminal (a log file, CI) the bar is left out.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import TextIO
+
+import dagster as dg
+from tqdm import tqdm
+
+
+class BuildProgress(logging.Handler):
+    """A logging handler for a Dagster run of ``total`` steps (one per asset)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, bar: bool | None = None):
+        super().__init__(logging.DEBUG)
+        self.stream = stream or sys.stderr
+        # disable=None: tqdm shows the bar only on a terminal
+        self.bar = tqdm(total=total, desc="assets", unit="asset", file=self.stream,
+                        disable=None if bar is None else not bar, bar_format="{desc}: {n}/{total} {bar} "
+                        "[{elapsed}{postfix}]", dynamic_ncols=True, leave=True)
+        self.failed: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
+        step = (event.step_key if event is not None else None) or meta.get("op_name") or ""
+        kind = event.event_type_value if event is not None else None
+        if kind == "STEP_START":
+            self.bar.set_postfix_str(step)
+        elif kind == "STEP_SUCCESS":
+            self.bar.update(1)
+        elif kind == "STEP_FAILURE":
+            self.failed.append(step)
+        if record.levelno >= logging.INFO:
+            message = meta.get("orig_message") or record.getMessage()
+            stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+            level = "" if record.levelno == logging.INFO else f"{record.levelname}: "
+            tqdm.write(f"{stamp} {step}{' - ' if step else ''}{level}{message}", file=self.stream)
+
+    def finish(self) -> None:
+        """Close the bar (not :meth:`close`: Dagster closes its loggers' handlers while the run goes on)."""
+        self.bar.close()
+
+
+def build_logger(progress: BuildProgress) -> dg.LoggerDefinition:
+    """A Dagster logger that hands every record of the run to ``progress``."""
+
+    @dg.logger(description="jamfold build: the assets' log lines and a bar of the assets done")
+    def _build_logger(init_context) -> logging.Logger:
+        logger = logging.Logger("jamfold.build", level=logging.DEBUG)
+        logger.addHandler(progress)
+        return logger
+
+    return _build_logger
