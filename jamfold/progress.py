@@ -42,11 +42,17 @@ class BuildProgress(logging.Handler):
             self.bar.update(1)
         elif kind == "STEP_FAILURE":
             self.failed.append(step)
-        if record.levelno >= logging.INFO:
-            message = meta.get("orig_message") or record.getMessage()
+        data = getattr(event, "event_specific_data", None)
+        level, message = record.levelno, meta.get("orig_message") or record.getMessage()
+        if kind == "STEP_FAILURE" and getattr(data, "error", None) is not None:
+            message = f"{message}\n{data.error.to_string().rstrip()}"  # what failed, and where
+        elif kind == "ASSET_CHECK_EVALUATION" and getattr(data, "passed", True) is False:
+            shown = ", ".join(f"{k} = {getattr(v, 'value', v)}" for k, v in (data.metadata or {}).items())
+            level, message = logging.WARNING, f"asset check '{data.check_name}' failed" + (f" ({shown})" if shown else "")
+        if level >= logging.INFO:
             stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
-            level = "" if record.levelno == logging.INFO else f"{record.levelname}: "
-            tqdm.write(f"{stamp} {step}{' - ' if step else ''}{level}{message}", file=self.stream)
+            prefix = "" if level == logging.INFO else f"{logging.getLevelName(level)}: "
+            tqdm.write(f"{stamp} {step}{' - ' if step else ''}{prefix}{message}", file=self.stream)
 
     def finish(self) -> None:
         """Close the bar (not :meth:`close`: Dagster closes its loggers' handlers while the run goes on)."""

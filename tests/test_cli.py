@@ -1,6 +1,7 @@
 """The jamfold CLI as a user meets it: outputs, JSON, and exit code 2 with a clear message on bad input."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -117,12 +118,11 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     assert code == 0 and "BU after nobody jammed" in out
 
 
-def _record(level, message, kind=None, step="solve_3p"):
+def _record(level, message, kind=None, step="solve_3p", data=None):
     import logging
-    from types import SimpleNamespace
 
     record = logging.LogRecord("jamfold.build", level, __file__, 0, message, None, None)
-    event = SimpleNamespace(step_key=step, event_type_value=kind) if kind else None
+    event = SimpleNamespace(step_key=step, event_type_value=kind, event_specific_data=data) if kind else None
     record.dagster_meta = {"dagster_event": event, "op_name": step, "orig_message": message}
     return record
 
@@ -141,12 +141,16 @@ def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     progress.emit(_record(logging.INFO, "3-player layer, outer iteration 1: 946 states updated"))
     progress.emit(_record(logging.DEBUG, 'Finished execution of step "solve_3p".', "STEP_SUCCESS"))
     progress.emit(_record(logging.DEBUG, "Started", "STEP_START", step="site"))
-    progress.emit(_record(logging.ERROR, "site: mkdocs failed", "STEP_FAILURE", step="site"))
+    progress.emit(_record(logging.DEBUG, "check", "ASSET_CHECK_EVALUATION", step="site",
+                          data=SimpleNamespace(passed=False, check_name="pages_exist", metadata={"missing": 2})))
+    progress.emit(_record(logging.ERROR, 'Execution of step "site" failed.', "STEP_FAILURE", step="site",
+                          data=SimpleNamespace(error=SimpleNamespace(to_string=lambda: "OSError: disk full\n"))))
     assert progress.bar.n == 1 and progress.failed == ["site"]
     progress.finish()
     text = stream.getvalue()
     assert "solve_3p - 3-player layer, outer iteration 1: 946 states updated" in text
-    assert "site - ERROR: site: mkdocs failed" in text
+    assert "site - WARNING: asset check 'pages_exist' failed (missing = 2)" in text
+    assert 'site - ERROR: Execution of step "site" failed.\nOSError: disk full' in text  # the error itself
     assert "Started execution" not in text and "Finished execution" not in text
     assert "assets: 1/2" in text  # the bar, drawn on the stream
 
