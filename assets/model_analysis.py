@@ -8,7 +8,9 @@ previous one; it writes `model_nodes`, `fgs_values` and
 :mod:`engine.sweep_checkpoint`), so an interrupted run resumes with the sweeps it finished and
 gives the same tables; the checkpoints are deleted once the tables are written. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
 read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
-into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model).
+into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model), one model
+at a time; a rerun after an interrupt keeps the models already checked against the same
+`model_strategies` materialization (marks in `.cache/ex_post/`, deleted at the end).
 """
 
 import hashlib
@@ -183,7 +185,23 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     stacks, layers = _game_layers(cfg)
     min_gain = np.inf
     rows = 0
+    # a model whose check was written by an interrupted run against the same model strategies is kept
+    latest = context.instance.get_latest_materialization_event(model_strategies.key)
+    strategies_run = latest.run_id if latest is not None else None
+    marks = cache_dir("ex_post", sweep_checkpoint_dir(cfg).name)
     for model in model_names(cfg):
+        mark = marks / f"{model}.done"
+        if strategies_run is not None and mark.exists() and mark.read_text() == strategies_run:
+            with warehouse.connect() as con:
+                count, low, mean, high = con.execute(
+                    "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
+                    [cfg.name, model]).fetchone()
+            if count:
+                rows += count
+                min_gain = min(min_gain, float(low))
+                context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked before the "
+                                 "interrupt)")
+                continue
         with warehouse.connect() as con:
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
         probs = outcome_probabilities(layers, strategies, tensors)
@@ -193,7 +211,10 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
+        if strategies_run is not None:
+            mark.write_text(strategies_run)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
+    shutil.rmtree(marks, ignore_errors=True)  # every model checked: nothing left to resume
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(

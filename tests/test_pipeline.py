@@ -203,3 +203,46 @@ def test_simulation_tables(tiny_build):
     assert len(matches) == (len(MODELS) - 1) * (2 ** 3 - 2)
     weighted = matches["a_players"] * matches["roi_a_pct"] + (3 - matches["a_players"]) * matches["roi_b_pct"]
     assert np.abs(weighted).max() < 1e-9
+
+
+def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
+    """ex_post_models killed after two models: the rerun checks only the others (the first two are
+    kept, checked against the same model_strategies materialization) and the table is the same."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.model_analysis as analysis
+    from assets.resources import GameResource, WarehouseResource
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
+                 "warehouse": WarehouseResource(path=str(warehouse))}
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
+    real, checked = analysis.ex_post, []
+
+    def killed_after_two(*args, **kwargs):
+        if killed and len(checked) == 2:
+            raise RuntimeError("killed")
+        checked.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "ex_post", killed_after_two)
+    killed = True
+    assert not dg.materialize([analysis.ex_post_models], instance=instance, resources=resources,
+                              raise_on_error=False).success
+    killed, checked[:] = False, []
+    assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
+    assert len(checked) == len(MODELS) - 2
+    assert not any((tmp_path / "cache" / "ex_post").rglob("*.done"))
+    query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        resumed = con.execute(query).df()
+    assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
+    assert len(checked) == 2 * len(MODELS) - 2  # no marks left: a new run checks every model
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(resumed, con.execute(query).df())
