@@ -3,11 +3,11 @@
 `model_strategies` solves every state's hand once per model with the successor states valued by
 the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D): Harville warm-started from the
 equilibrium's regrets, Weitzman, Roberts and FGS-1 from Harville's, each deeper FGS depth from the
-previous one; it writes `model_nodes`, `fgs_values` and
-`model_sweeps`. Every finished layer of every sweep is checkpointed in `.cache/models/` (see
-:mod:`engine.sweep_checkpoint`), so an interrupted run resumes with the sweeps it finished and
-gives the same tables; the checkpoints are deleted once the tables are written. The deviation views (`model_values`, `deviation_summary`, `deviation_by_stack`)
-read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
+previous one; it writes `model_nodes`, `fgs_values` and `model_sweeps`. Every finished layer of
+every sweep is checkpointed in `.cache/models/` (see :mod:`engine.sweep_checkpoint`), so an
+interrupted run resumes with the sweeps it finished and gives the same tables; the checkpoints
+are deleted once the tables are written. The deviation views (`model_values`,
+`deviation_summary`, `deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
 into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model), one model
 at a time; a rerun after an interrupt keeps the models already checked against the same
 `model_strategies` materialization (marks in `.cache/ex_post/`, deleted at the end).
@@ -25,7 +25,7 @@ import pandas as pd
 from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, cache_dir
-from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors, read_layer_table
+from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
 from engine.config import GameConfig

@@ -106,7 +106,6 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     instead of solved (:mod:`engine.sweep_checkpoint`).
     """
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
-    t_start = time.perf_counter()
     out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
     pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
     try:
