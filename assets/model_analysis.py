@@ -92,9 +92,12 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     layer_wall: dict[str, dict[int, float]] = {}
 
     folder = sweep_checkpoint_dir(cfg)
+    read_back: list[str] = []
 
     def progress(event: dict) -> None:
         layer_wall.setdefault(event["label"], {})[event["players"]] = event["wall_s"]
+        if event.get("resumed"):
+            read_back.append(f"{event['label']} {event['players']}p")
         how = "read back from its checkpoint, solved in " if event.get("resumed") else ""
         context.log.info(f"{event['label']}: {event['players']}-player layer, {event['states']} states, "
                          f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
@@ -152,6 +155,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
                   "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
                   "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
                   "warm_start": "equilibrium regrets" if warm else "cold",
+                  "layers_read_back": read_back,  # sweep layers finished before an interrupt
                   "wall_s": round(time.perf_counter() - t0, 2),
                   "deviation_summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=4))},
         check_results=checks)
