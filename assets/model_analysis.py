@@ -10,10 +10,9 @@ are deleted once the tables are written. The deviation views (`model_values`,
 `deviation_summary`, `deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
 into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model), one model
 at a time; a rerun after an interrupt keeps the models already checked against the same
-`model_strategies` materialization (marks in `.cache/ex_post/`, deleted at the end).
+`model_strategies` materialization (:mod:`assets.resume`, in `.cache/ex_post/`).
 """
 
-import hashlib
 import shutil
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import pandas as pd
 from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resume import UnitCheckpoint, game_key, upstream_run
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
@@ -40,8 +40,7 @@ SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
 
 def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
     """Where the model sweeps of a game checkpoint (keyed like the equilibrium's: game, tables, gamma)."""
-    digest = hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
-    return cache_dir("models", f"{cfg.name}-{digest}")
+    return cache_dir("models", game_key(cfg))
 
 
 def model_names(cfg: GameConfig) -> list[str]:
@@ -190,12 +189,10 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     min_gain = np.inf
     rows = 0
     # a model whose check was written by an interrupted run against the same model strategies is kept
-    latest = context.instance.get_latest_materialization_event(model_strategies.key)
-    strategies_run = latest.run_id if latest is not None else None
-    marks = cache_dir("ex_post", sweep_checkpoint_dir(cfg).name)
+    done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
+                          {"model_strategies_run": upstream_run(context, model_strategies)})
     for model in model_names(cfg):
-        mark = marks / f"{model}.done"
-        if strategies_run is not None and mark.exists() and mark.read_text() == strategies_run:
+        if done.load(model) is not None:
             with warehouse.connect() as con:
                 count, low, mean, high = con.execute(
                     "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
@@ -215,10 +212,9 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
-        if strategies_run is not None:
-            mark.write_text(strategies_run)
+        done.save(model, {"rows": len(frame)})
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
-    shutil.rmtree(marks, ignore_errors=True)  # every model checked: nothing left to resume
+    done.clear()  # every model checked: nothing left to resume
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(

@@ -4,7 +4,9 @@ One player plays a model's strategies for the whole tournament, the others the e
 per starting position; the equilibrium against itself is simulated too, as a control whose mean
 payoffs must agree with the policy-evaluated values (asset check). Direct matches put every other
 model against Harville (ICM) over all 2^players − 2 seatings. Tables `simulation` and
-`direct_matches`; seeds and tournament counts are in every row.
+`direct_matches`; seeds and tournament counts are in every row. Each model's tournaments are kept
+across an interrupt (:mod:`assets.resume`, in `.cache/simulations/`): the rerun plays only the
+models not finished, with the same seeds, so the tables are those of a run never interrupted.
 """
 
 import time
@@ -16,7 +18,8 @@ import pandas as pd
 from assets.ex_post import read_strategies
 from assets.model_analysis import model_names
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resume import UnitCheckpoint, game_key, upstream_run
 from assets.solve import equilibrium_tensors
 from engine.config import position_names
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
@@ -50,38 +53,56 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                      f"{time.perf_counter() - t0:.1f} s")
     names = position_names(cfg.players)
     T, seed = cfg.simulation_tournaments, cfg.simulation_seed
+    # each model's tournaments are a unit kept across an interrupt (same strategies, counts and seeds)
+    done = UnitCheckpoint(cache_dir("simulations", game_key(cfg)),
+                          {"model_strategies_run": upstream_run(context, model_strategies_asset),
+                           "tournaments": T, "seed": seed, "start": list(cfg.start)})
     rows, speeds = [], []
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
-        results = simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors)
-        for h, res in enumerate(results):
-            rows.append({"model": model, "hero_position": h, "hero_seat": names[h], "mean_payoff": res.mean[h],
-                         "standard_error": res.se[h], "roi_pct": res.roi[h], "roi_se_pct": res.roi_se[h],
-                         "finishing": list(res.finishing[h]), "mean_hands": res.mean_hands, "tournaments": T,
-                         "seed": res.seed})
-            speeds.append(T / max(res.wall_s, 1e-9))
-            if model == "equilibrium":
-                control_z = max(control_z, float(np.max(np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
-        hero = [r for r in rows if r["model"] == model]
+        unit = done.load(f"hero-{model}")
+        if unit is None:
+            unit = {"rows": [], "speeds": [], "control_z": 0.0}
+            for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors)):
+                unit["rows"].append({"model": model, "hero_position": h, "hero_seat": names[h],
+                                     "mean_payoff": res.mean[h], "standard_error": res.se[h], "roi_pct": res.roi[h],
+                                     "roi_se_pct": res.roi_se[h], "finishing": list(res.finishing[h]),
+                                     "mean_hands": res.mean_hands, "tournaments": T, "seed": res.seed})
+                unit["speeds"].append(T / max(res.wall_s, 1e-9))
+                if model == "equilibrium":
+                    unit["control_z"] = max(unit["control_z"], float(np.max(
+                        np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
+            done.save(f"hero-{model}", unit)
+        rows += unit["rows"]
+        speeds += unit["speeds"]
+        control_z = max(control_z, unit["control_z"])
         context.log.info(f"{model} vs equilibrium: ROI by hero seat " +
-                         ", ".join(f"{r['hero_seat']} {r['roi_pct']:+.3f}±{r['roi_se_pct']:.3f} %" for r in hero))
+                         ", ".join(f"{r['hero_seat']} {r['roi_pct']:+.3f}±{r['roi_se_pct']:.3f} %" for r in unit["rows"]))
     matches = []
     sum_err = 0.0
     for k, model in enumerate(m for m in profiles if m != "harville"):
-        for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, T, seed + 77_000 + 1000 * k,
-                                    tensors):
-            a, n = len(seating.a_seats), cfg.players
-            sum_err = max(sum_err, abs(a * seating.roi_a + (n - a) * seating.roi_b))
-            matches.append({"model_a": model, "model_b": "harville", "a_positions": [names[i] for i in seating.a_seats],
-                            "a_players": a, "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
-                            "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se, "tournaments": T,
-                            "seed": seating.result.seed})
+        unit = done.load(f"match-{model}")
+        if unit is None:
+            unit = {"matches": [], "sum_err": 0.0}
+            for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, T,
+                                        seed + 77_000 + 1000 * k, tensors):
+                a, n = len(seating.a_seats), cfg.players
+                unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
+                unit["matches"].append({"model_a": model, "model_b": "harville",
+                                        "a_positions": [names[i] for i in seating.a_seats], "a_players": a,
+                                        "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
+                                        "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
+                                        "tournaments": T, "seed": seating.result.seed})
+            done.save(f"match-{model}", unit)
+        matches += unit["matches"]
+        sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:
         n_sim = db.replace_rows(con, "simulation", pd.DataFrame(rows), {"game": cfg.name})
         n_match = db.replace_rows(con, "direct_matches", pd.DataFrame(matches), {"game": cfg.name})
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
                                  GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()
+    done.clear()  # the tables are written: nothing left to resume
     checks = [
         dg.AssetCheckResult(check_name="equilibrium_matches_its_values", passed=bool(control_z <= 4.0),
                             metadata={"max_abs_z": control_z,

@@ -6,7 +6,6 @@ writes values, strategies, per-state exploitability, the solve log and the finis
 probabilities of its layer. Layers above the game's player count report that they do not apply.
 """
 
-import hashlib
 import time
 from functools import lru_cache
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from assets.models import game_states
 from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.cfr import SolverTensors
 from engine.config import GameConfig, position_names
@@ -45,8 +45,7 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
 
 
 def checkpoint_dir(cfg: GameConfig):
-    digest = hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
-    return cache_dir("solve", f"{cfg.name}-{digest}")
+    return cache_dir("solve", game_key(cfg))
 
 
 def read_layer_table(con, cfg: GameConfig, n: int, table: str, column: str, m: int | None = None,

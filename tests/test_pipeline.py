@@ -238,11 +238,57 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     killed, checked[:] = False, []
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert len(checked) == len(MODELS) - 2
-    assert not any((tmp_path / "cache" / "ex_post").rglob("*.done"))
+    assert not any((tmp_path / "cache" / "ex_post").rglob("*.json"))
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = con.execute(query).df()
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
-    assert len(checked) == 2 * len(MODELS) - 2  # no marks left: a new run checks every model
+    assert len(checked) == 2 * len(MODELS) - 2  # no records left: a new run checks every model
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(resumed, con.execute(query).df())
+
+
+def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path, monkeypatch):
+    """simulations killed after two models' tournaments: the rerun plays only the others, with the
+    same seeds, and writes the tables a run never interrupted writes."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.model_analysis as analysis
+    import assets.simulation as simulation
+    from assets.resources import GameResource, WarehouseResource
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
+                 "warehouse": WarehouseResource(path=str(warehouse))}
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
+    real, played = simulation.simulate_against, []
+    killed = True
+
+    def killed_after_two(*args, **kwargs):
+        if killed and len(played) == 2:
+            raise RuntimeError("killed")
+        played.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(simulation, "simulate_against", killed_after_two)
+    assert not dg.materialize([simulation.simulations], instance=instance, resources=resources,
+                              raise_on_error=False).success
+    killed, played[:] = False, []
+    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    assert len(played) == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
+    assert not any((tmp_path / "cache" / "simulations").rglob("*.json"))
+    queries = ["SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' ORDER BY model, hero_position",
+               "SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL"]
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        resumed = [con.execute(q).df() for q in queries]
+    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    assert len(played) == 2 * (1 + len(MODELS)) - 2
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for q, before in zip(queries, resumed):
+            pd.testing.assert_frame_equal(before, con.execute(q).df())

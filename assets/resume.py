@@ -1,0 +1,74 @@
+"""Finished units of an asset's long work, kept across an interrupt until the asset's tables are in.
+
+Some analyses loop over models (the nemesis check of each model's profile, the Monte Carlo
+tournaments of each model); on the thesis game each unit is minutes to hours. A
+:class:`UnitCheckpoint` keeps a small JSON record per finished unit in `.cache/<kind>/<game>-<key>/`,
+stamped with what the results depend on (the upstream materialization's run id and the
+parameters), so a rerun after an interrupt takes the units that match and redoes the rest. The
+asset deletes the folder once its tables are written, so a later run starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from engine.config import GameConfig
+
+
+def game_key(cfg: GameConfig) -> str:
+    """Folder name of a game's checkpoints: its name and a digest of what its equilibrium depends on."""
+    return f"{cfg.name}-{hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]}"
+
+
+def upstream_run(context: dg.AssetExecutionContext, asset: dg.AssetsDefinition) -> str | None:
+    """Run id of ``asset``'s latest materialization (None if it was never materialized here)."""
+    latest = context.instance.get_latest_materialization_event(asset.key)
+    return latest.run_id if latest is not None else None
+
+
+class UnitCheckpoint:
+    """Records of finished units in ``folder``, valid while ``stamp`` (JSON-able) is unchanged."""
+
+    def __init__(self, folder: Path, stamp: dict[str, Any]):
+        self.folder = folder
+        self.stamp = json.loads(json.dumps(stamp))  # as it reads back
+        self.usable = all(v is not None for v in stamp.values())  # unknown upstream: keep nothing
+
+    def _path(self, unit: str) -> Path:
+        return self.folder / f"{unit}.json"
+
+    def load(self, unit: str) -> dict | None:
+        """The record of ``unit`` if it was finished against the same stamp, else None."""
+        path = self._path(unit)
+        if not self.usable or not path.exists():
+            return None
+        saved = json.loads(path.read_text())
+        return saved["record"] if saved.get("stamp") == self.stamp else None
+
+    def save(self, unit: str, record: dict) -> None:
+        """Keep ``record`` for ``unit`` (written to a temporary name and renamed: complete or absent)."""
+        if not self.usable:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(unit)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
+        os.replace(tmp, path)
+
+    def clear(self) -> None:
+        """Drop every record (the asset's tables are written)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as JSON numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
