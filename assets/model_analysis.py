@@ -10,9 +10,10 @@ are deleted once the tables are written. The deviation views (`model_values`,
 `deviation_summary`, `deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
 into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model), one model
 at a time; a rerun after an interrupt keeps the models already checked against the same
-`model_strategies` materialization (:mod:`assets.resume`, in `.cache/ex_post/`).
+model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
 """
 
+import hashlib
 import shutil
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import pandas as pd
 from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, cache_dir
-from assets.resume import UnitCheckpoint, game_key, upstream_run
+from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
@@ -41,6 +42,17 @@ SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
 def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
     """Where the model sweeps of a game checkpoint (keyed like the equilibrium's: game, tables, gamma)."""
     return cache_dir("models", game_key(cfg))
+
+
+def strategies_fingerprint(con, cfg: GameConfig) -> str | None:
+    """A digest of the game's model sweeps as the warehouse holds them (per model and layer: states,
+    CFR+ iterations, largest exploitability; None before any sweep). Work done against model
+    strategies (nemesis checks, simulations) is kept across an interrupt only while it is unchanged:
+    a sweep recomputed to the same strategies (solves are deterministic) keeps it, any other sweep
+    changes it."""
+    rows = con.execute("SELECT model, players, states, cfr_iterations, max_exploitability FROM model_sweeps "
+                       "WHERE game = ? ORDER BY model, players", [cfg.name]).fetchall()
+    return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
 
 
 def model_names(cfg: GameConfig) -> list[str]:
@@ -189,8 +201,9 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     min_gain = np.inf
     rows = 0
     # a model whose check was written by an interrupted run against the same model strategies is kept
-    done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
-                          {"model_strategies_run": upstream_run(context, model_strategies)})
+    with warehouse.connect() as con:
+        fingerprint = strategies_fingerprint(con, cfg)
+    done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
     for model in model_names(cfg):
         if done.load(model) is not None:
             with warehouse.connect() as con:

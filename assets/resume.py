@@ -3,7 +3,7 @@
 Some analyses loop over models (the nemesis check of each model's profile, the Monte Carlo
 tournaments of each model); on the thesis game each unit is minutes to hours. A
 :class:`UnitCheckpoint` keeps a small JSON record per finished unit in `.cache/<kind>/<game>-<key>/`,
-stamped with what the results depend on (the upstream materialization's run id and the
+stamped with what the results depend on (a fingerprint of the upstream results and the
 parameters), so a rerun after an interrupt takes the units that match and redoes the rest. The
 asset deletes the folder once its tables are written, so a later run starts afresh.
 """
@@ -17,20 +17,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
-
 from engine.config import GameConfig
 
 
 def game_key(cfg: GameConfig) -> str:
     """Folder name of a game's checkpoints: its name and a digest of what its equilibrium depends on."""
     return f"{cfg.name}-{hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]}"
-
-
-def upstream_run(context: dg.AssetExecutionContext, asset: dg.AssetsDefinition) -> str | None:
-    """Run id of ``asset``'s latest materialization (None if it was never materialized here)."""
-    latest = context.instance.get_latest_materialization_event(asset.key)
-    return latest.run_id if latest is not None else None
 
 
 class UnitCheckpoint:

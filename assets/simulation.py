@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import read_strategies
-from assets.model_analysis import model_names
+from assets.model_analysis import model_names, strategies_fingerprint
 from assets.model_analysis import model_strategies as model_strategies_asset
 from assets.resources import GameResource, WarehouseResource, cache_dir
-from assets.resume import UnitCheckpoint, game_key, upstream_run
+from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.config import position_names
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
@@ -54,9 +54,10 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     names = position_names(cfg.players)
     T, seed = cfg.simulation_tournaments, cfg.simulation_seed
     # each model's tournaments are a unit kept across an interrupt (same strategies, counts and seeds)
+    with warehouse.connect() as con:
+        fingerprint = strategies_fingerprint(con, cfg)
     done = UnitCheckpoint(cache_dir("simulations", game_key(cfg)),
-                          {"model_strategies_run": upstream_run(context, model_strategies_asset),
-                           "tournaments": T, "seed": seed, "start": list(cfg.start)})
+                          {"model_strategies": fingerprint, "tournaments": T, "seed": seed, "start": list(cfg.start)})
     rows, speeds = [], []
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):

@@ -206,8 +206,8 @@ def test_simulation_tables(tiny_build):
 
 
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
-    """ex_post_models killed after two models: the rerun checks only the others (the first two are
-    kept, checked against the same model_strategies materialization) and the table is the same."""
+    """ex_post_models killed after two models: a rerun, model sweeps included, checks only the others
+    (the first two are kept: the sweeps came out the same) and the table is the same."""
     import shutil
 
     import dagster as dg
@@ -236,6 +236,8 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     assert not dg.materialize([analysis.ex_post_models], instance=instance, resources=resources,
                               raise_on_error=False).success
     killed, checked[:] = False, []
+    # `./lab build` again: the model sweeps are solved again, to the same strategies (deterministic)
+    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert len(checked) == len(MODELS) - 2
     assert not any((tmp_path / "cache" / "ex_post").rglob("*.json"))
