@@ -5,16 +5,15 @@ the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D): Harville warm-started 
 equilibrium's regrets, Weitzman, Roberts and FGS-1 from Harville's, each deeper FGS depth from the
 previous one; it writes `model_nodes`, `fgs_values` and `model_sweeps`. Every finished layer of
 every sweep is checkpointed in `.cache/models/` (see :mod:`engine.sweep_checkpoint`), so an
-interrupted run resumes with the sweeps it finished and gives the same tables; the checkpoints
-are deleted once the tables are written. The deviation views (`model_values`,
-`deviation_summary`, `deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's strategy profile
-into `nemesis_values` (the `ex_post` view then lists the equilibrium and every model), one model
-at a time; a rerun after an interrupt keeps the models already checked against the same
-model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
+interrupted run resumes with the sweeps it finished and gives the same tables, and a rebuild of
+the same game reads every sweep back. The deviation views (`model_values`, `deviation_summary`,
+`deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's
+strategy profile into `nemesis_values` (the `ex_post` view then lists the equilibrium and every
+model), one model at a time; a rerun after an interrupt keeps the models already checked against
+the same model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
 """
 
 import hashlib
-import shutil
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from engine.config import GameConfig
 from engine.equity_models import MODELS
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
+from engine.sweep_checkpoint import drop_solvers
 from engine.tournament import compile_layer, largest_hand
 from warehouse import db
 
@@ -154,7 +154,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
         summary = con.execute("""SELECT model, averaging, mapd_pct, mad, max_relative_pct, min_relative_pct
                                  FROM deviation_summary WHERE game = ? AND players IS NULL
                                  ORDER BY averaging, model""", [cfg.name]).df()
-    shutil.rmtree(folder, ignore_errors=True)  # the tables are written: nothing left to resume
+    drop_solvers(folder)  # the sweeps are done: their results stay, for a rebuild to read back
     checks = [
         dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
                             metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma}),

@@ -84,11 +84,14 @@ def block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
     return sorted(found)
 
 
-def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]]) -> None:
-    """An .npz of ``small`` arrays and of streamed (rows, width) arrays written piece by piece."""
+def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]],
+              compress: bool = False) -> None:
+    """An .npz of ``small`` arrays and of streamed (rows, width) arrays written piece by piece
+    (deflated with ``compress``: for files kept long, e.g. strategies that are mostly exact 0 and 1)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(tmp, "w", mode, allowZip64=True, compresslevel=1 if compress else None) as zf:
         for name, array in small.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, array, allow_pickle=False)

@@ -6,7 +6,8 @@ renamed into place (complete or absent):
 
 - ``{label}.layer{n}.npz``: what the sweep produced for the layer — each state's hand value ($),
   certified strategy, outcome probabilities, exploitability ($) and CFR+ iterations, and the
-  layer's wall time (s);
+  layer's wall time (s); deflated (certified strategies are mostly exact 0 and 1) and kept after
+  the analysis, so a rebuild reads every sweep back instead of solving it again;
 - ``{label}.layer{n}.solvers.npz``: the layer's solvers (regrets, predictions, regret weight,
   iteration count; see :mod:`engine.checkpoint`), only while a later sweep still warm-starts from
   them (:func:`drop_solvers` deletes them after).
@@ -43,7 +44,7 @@ def save_sweep_layer(folder: Path, label: str, n: int, values: np.ndarray, order
              "wall_s": np.array(wall_s), "sizes": np.array([len(x) for x in strategies], np.int64),
              "terminals": np.array([len(p) for p in order_probs], np.int64)}
     streams = {"strategies": (np.float64, 169, strategies), "order_probs": (np.float64, 6, order_probs)}
-    write_npz(results, small, streams)
+    write_npz(results, small, streams, compress=True)
 
 
 def load_sweep_layer(folder: Path, label: str, n: int, solvers: list[HandSolver]) -> dict | None:
@@ -70,7 +71,8 @@ def load_sweep_layer(folder: Path, label: str, n: int, solvers: list[HandSolver]
             "order_probs": [probs[t_off[i]:t_off[i + 1]].copy() for i in range(m)]}
 
 
-def drop_solvers(folder: Path, label: str) -> None:
-    """Delete the kept solvers of sweep ``label`` (no later sweep warm-starts from them)."""
-    for path in folder.glob(f"{label}.layer*.solvers.npz"):
+def drop_solvers(folder: Path, label: str | None = None) -> None:
+    """Delete the kept solvers of sweep ``label`` (no later sweep warm-starts from them), or of
+    every sweep."""
+    for path in folder.glob(f"{label or '*'}.layer*.solvers.npz"):
         path.unlink()

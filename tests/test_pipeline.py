@@ -182,9 +182,10 @@ def test_model_strategies_and_their_ex_post(tiny_build):
     assert con.execute("SELECT min(gain) FROM nemesis_values WHERE game = 'tiny'").fetchone()[0] >= -1e-8
     # the equilibrium is much harder to exploit than a model that ignores the future hands
     assert ex.loc["harville", "all_mean_gain"] > 5 * ex.loc["equilibrium", "all_mean_gain"]
-    # the sweeps' checkpoints were written and, the tables being in, deleted
+    # the sweeps' results stay for a rebuild to read back; their solvers (warm starts) are dropped
     models_cache = tiny_build["root"] / "cache" / "models"
-    assert models_cache.is_dir() and not any(models_cache.rglob("*.npz"))
+    kept = [p.name for p in models_cache.rglob("*.npz")]
+    assert sorted(kept) == sorted(f"{m}.layer{n}.npz" for m in MODELS for n in (2, 3))
 
 
 def test_simulation_tables(tiny_build):
@@ -206,8 +207,9 @@ def test_simulation_tables(tiny_build):
 
 
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
-    """ex_post_models killed after two models: a rerun, model sweeps included, checks only the others
-    (the first two are kept: the sweeps came out the same) and the table is the same."""
+    """ex_post_models killed after two models: a rerun, model sweeps included (read back, or solved
+    again), checks only the others (the first two are kept: the sweeps came out the same) and the
+    table is the same."""
     import shutil
 
     import dagster as dg
@@ -236,7 +238,12 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     assert not dg.materialize([analysis.ex_post_models], instance=instance, resources=resources,
                               raise_on_error=False).success
     killed, checked[:] = False, []
-    # `./lab build` again: the model sweeps are solved again, to the same strategies (deterministic)
+    # `./lab build` again: every model sweep is read back from .cache/models ...
+    result = dg.materialize([analysis.model_strategies], instance=instance, resources=resources)
+    read_back = result.asset_materializations_for_node("model_strategies")[0].metadata["layers_read_back"]
+    assert sorted(read_back.value) == sorted(f"{m} {n}p" for m in MODELS for n in (2, 3))
+    # ... or, that folder deleted, solved again to the same strategies (the solves are deterministic)
+    shutil.rmtree(tmp_path / "cache" / "models")
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert len(checked) == len(MODELS) - 2
