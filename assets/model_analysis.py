@@ -9,8 +9,8 @@ interrupted run resumes with the sweeps it finished and gives the same tables, a
 the same game reads every sweep back. The deviation views (`model_values`, `deviation_summary`,
 `deviation_by_stack`) read those tables. `ex_post_models` runs the nemesis check of every model's
 strategy profile into `nemesis_values` (the `ex_post` view then lists the equilibrium and every
-model), one model at a time; a rerun after an interrupt keeps the models already checked against
-the same model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
+model), one model at a time; a rerun after an interrupt, or a rebuild, keeps the models already
+checked against the same model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
 """
 
 import hashlib
@@ -200,7 +200,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     stacks, layers = _game_layers(cfg)
     min_gain = np.inf
     rows = 0
-    # a model whose check was written by an interrupted run against the same model strategies is kept
+    # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
     with warehouse.connect() as con:
         fingerprint = strategies_fingerprint(con, cfg)
     done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
@@ -213,8 +213,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
             if count:
                 rows += count
                 min_gain = min(min_gain, float(low))
-                context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked before the "
-                                 "interrupt)")
+                context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
+                                 "against the same strategies)")
                 continue
         with warehouse.connect() as con:
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
@@ -227,7 +227,6 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
         done.save(model, {"rows": len(frame)})
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
-    done.clear()  # every model checked: nothing left to resume
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(

@@ -1,11 +1,11 @@
-"""Finished units of an asset's long work, kept across an interrupt until the asset's tables are in.
+"""Finished units of an asset's long work, kept across interrupts and rebuilds.
 
 Some analyses loop over models (the nemesis check of each model's profile, the Monte Carlo
 tournaments of each model); on the thesis game each unit is minutes to hours. A
 :class:`UnitCheckpoint` keeps a small JSON record per finished unit in `.cache/<kind>/<game>-<key>/`,
 stamped with what the results depend on (a fingerprint of the upstream results and the
-parameters), so a rerun after an interrupt takes the units that match and redoes the rest. The
-asset deletes the folder once its tables are written, so a later run starts afresh.
+parameters), so a rerun after an interrupt, or a rebuild of the same game, takes the units that
+match and redoes the rest. Delete the folder to redo them all.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +53,6 @@ class UnitCheckpoint:
         tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         os.replace(tmp, path)
 
-    def clear(self) -> None:
-        """Drop every record (the asset's tables are written)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _plain(value: Any) -> Any:

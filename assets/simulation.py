@@ -5,8 +5,9 @@ per starting position; the equilibrium against itself is simulated too, as a con
 payoffs must agree with the policy-evaluated values (asset check). Direct matches put every other
 model against Harville (ICM) over all 2^players − 2 seatings. Tables `simulation` and
 `direct_matches`; seeds and tournament counts are in every row. Each model's tournaments are kept
-across an interrupt (:mod:`assets.resume`, in `.cache/simulations/`): the rerun plays only the
-models not finished, with the same seeds, so the tables are those of a run never interrupted.
+(:mod:`assets.resume`, in `.cache/simulations/`): a rerun after an interrupt, or a rebuild, plays
+only the models not finished against the same strategies, counts and seeds, so the tables are
+those of a run never interrupted.
 """
 
 import time
@@ -103,7 +104,6 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
                                  GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()
-    done.clear()  # the tables are written: nothing left to resume
     checks = [
         dg.AssetCheckResult(check_name="equilibrium_matches_its_values", passed=bool(control_z <= 4.0),
                             metadata={"max_abs_z": control_z,

@@ -247,19 +247,21 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert len(checked) == len(MODELS) - 2
-    assert not any((tmp_path / "cache" / "ex_post").rglob("*.json"))
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = con.execute(query).df()
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
-    assert len(checked) == 2 * len(MODELS) - 2  # no records left: a new run checks every model
+    assert len(checked) == len(MODELS) - 2  # a rebuild checks nothing again
+    shutil.rmtree(tmp_path / "cache" / "ex_post")  # without the records: every model checked afresh
+    assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
+    assert len(checked) == 2 * len(MODELS) - 2
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(resumed, con.execute(query).df())
 
 
 def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path, monkeypatch):
     """simulations killed after two models' tournaments: the rerun plays only the others, with the
-    same seeds, and writes the tables a run never interrupted writes."""
+    same seeds, and writes the tables a run never interrupted writes; a rebuild plays nothing."""
     import shutil
 
     import dagster as dg
@@ -291,11 +293,13 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
     killed, played[:] = False, []
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
     assert len(played) == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
-    assert not any((tmp_path / "cache" / "simulations").rglob("*.json"))
     queries = ["SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' ORDER BY model, hero_position",
                "SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = [con.execute(q).df() for q in queries]
+    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    assert len(played) == 1 + len(MODELS) - 2  # a rebuild plays nothing again
+    shutil.rmtree(tmp_path / "cache" / "simulations")  # without the records: every model played afresh
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
     assert len(played) == 2 * (1 + len(MODELS)) - 2
     with duckdb.connect(str(warehouse), read_only=True) as con:
