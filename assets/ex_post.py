@@ -2,18 +2,22 @@
 
 Reads the equilibrium strategies and values of every layer from the warehouse, runs the nemesis
 policy iteration of :mod:`engine.best_response` from 2 players up, and writes `nemesis_values`
-(one row per state and position; the view `ex_post` summarises it).
+(one row per state and position; the view `ex_post` summarises it). A rebuild against the same
+equilibrium (:func:`equilibrium_fingerprint`) keeps the rows it wrote (:mod:`assets.resume`).
 """
 
+import hashlib
 import time
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
+from engine.states import enumerate_states
 from engine.tournament import compile_layer
 from warehouse import db
 
@@ -33,6 +37,15 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     for state_id, jam in rows:
         out[state_id].append(jam)
     return [np.array(nodes, dtype=np.float64).reshape(-1, 169) for nodes in out]
+
+
+def equilibrium_fingerprint(con, game: str) -> str | None:
+    """A digest of the game's equilibrium as the warehouse holds it: every state's exactly measured
+    exploitability ($) and CFR+ iterations (None before a solve). A layer read back from its
+    checkpoint, or solved again on the same path, gives the same digest; any other solve changes it."""
+    rows = con.execute("SELECT players, state_id, exploitability, cfr_iterations FROM state_quality WHERE game = ? "
+                       "ORDER BY players, state_id", [game]).fetchall()
+    return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
 
 
 def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
@@ -55,26 +68,40 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
                         warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
-    tensors = equilibrium_tensors(warehouse.path, cfg)
-    layers = {}
     with warehouse.connect() as con:
-        for n in range(2, cfg.players + 1):
-            stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
-            values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
-            layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)), values)
+        done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"equilibrium": equilibrium_fingerprint(con, cfg.name)})
+        kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
+                           [cfg.name, PROFILE]).fetchone()[0]
+    expected = sum(n * len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1))
+    record = done.load(PROFILE) if kept == expected else None
+    if record is not None:
+        context.log.info(f"the nemesis values of this equilibrium are in the warehouse already ({kept} rows)")
+    else:
+        tensors = equilibrium_tensors(warehouse.path, cfg)
+        layers = {}
+        with warehouse.connect() as con:
+            for n in range(2, cfg.players + 1):
+                stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
+                values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
+                layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)), values)
 
-    def progress(event: dict) -> None:
-        context.log.info(f"{event['players']}-player layer, nemesis round {event['round']}: Bellman residual "
-                         f"{event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) replies differ "
-                         f"from the profile, {event['wall_s']:.1f} s")
+        def progress(event: dict) -> None:
+            context.log.info(f"{event['players']}-player layer, nemesis round {event['round']}: Bellman residual "
+                             f"{event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) replies "
+                             f"differ from the profile, {event['wall_s']:.1f} s")
 
-    result = ex_post(layers, tensors, progress=progress)
-    frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
-    worst_residual = max(log[-1]["bellman_residual"] for _, log in result.values())
+        result = ex_post(layers, tensors, progress=progress)
+        frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
+        record = {"min_gain": float(frame["gain"].min()), "max_gain": float(frame["gain"].max()),
+                  "mean_gain": float(frame["gain"].mean()),
+                  "worst_residual": max(log[-1]["bellman_residual"] for _, log in result.values()),
+                  "rounds": {str(n): len(log) for n, (_, log) in result.items()}}
+        with warehouse.connect() as con:
+            kept = db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": PROFILE})
+        done.save(PROFILE, record)
     with warehouse.connect() as con:
-        rows = db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": PROFILE})
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
-    min_gain = float(frame["gain"].min())
+    min_gain, worst_residual = record["min_gain"], record["worst_residual"]
     checks = [
         dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
                             metadata={"min_gain_usd": min_gain}),
@@ -82,9 +109,8 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
                             metadata={"bellman_residual_usd": worst_residual}),
     ]
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "rows": rows, "max_gain_usd": float(frame["gain"].max()),
-                  "mean_gain_usd": float(frame["gain"].mean()),
-                  "rounds": {str(n): len(log) for n, (_, log) in result.items()},
+        metadata={"game": cfg.name, "rows": kept, "max_gain_usd": record["max_gain"],
+                  "mean_gain_usd": record["mean_gain"], "rounds": record["rounds"],
                   "wall_s": round(time.perf_counter() - t0, 2),
                   "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=6))},
         check_results=checks)

@@ -305,3 +305,34 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for q, before in zip(queries, resumed):
             pd.testing.assert_frame_equal(before, con.execute(q).df())
+
+
+def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, tmp_path, monkeypatch):
+    """ex_post_equilibrium again against an unchanged equilibrium: no policy iteration, the same rows
+    and checks; with its record gone, computed again to the same rows."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.ex_post as ex_post_asset
+    from assets.resources import GameResource, WarehouseResource
+    from assets.solve import LAYER_ASSETS
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
+                 "warehouse": WarehouseResource(path=str(warehouse))}
+    real, runs = ex_post_asset.ex_post, []
+    monkeypatch.setattr(ex_post_asset, "ex_post", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
+    query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium' ORDER BY ALL"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        before = con.execute(query).df()
+    for resolve in (False, False, True):  # the first run has no record (a fresh cache); the others keep it
+        if resolve:  # a rebuild solves the layers again (no checkpoint in this cache): the same equilibrium
+            assert dg.materialize(LAYER_ASSETS, resources=resources).success
+        result = dg.materialize([ex_post_asset.ex_post_equilibrium], resources=resources)
+        assert result.success and len(runs) == 1
+        assert all(c.passed for c in result.get_asset_check_evaluations())
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            pd.testing.assert_frame_equal(before, con.execute(query).df())
