@@ -63,6 +63,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
         unit = done.load(f"hero-{model}")
+        kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
             for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors)):
@@ -79,7 +80,8 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         speeds += unit["speeds"]
         control_z = max(control_z, unit["control_z"])
         context.log.info(f"{model} vs equilibrium: ROI by hero seat " +
-                         ", ".join(f"{r['hero_seat']} {r['roi_pct']:+.3f}±{r['roi_se_pct']:.3f} %" for r in unit["rows"]))
+                         ", ".join(f"{r['hero_seat']} {r['roi_pct']:+.3f}±{r['roi_se_pct']:.3f} %" for r in unit["rows"]) +
+                         (" (played earlier with the same strategies and seeds)" if kept else ""))
     matches = []
     sum_err = 0.0
     for k, model in enumerate(m for m in profiles if m != "harville"):
