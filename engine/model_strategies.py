@@ -111,21 +111,21 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     try:
         for n, hands in sorted(layers.items()):
             m = len(hands)
-            solvers = [HandSolver(h, tensors) for h in hands]
-            saved = load_sweep_layer(checkpoint, label, n, solvers) if checkpoint is not None else None
+            saved = load_sweep_layer(checkpoint, label, n, hands, tensors) if checkpoint is not None else None
             if saved is not None:
                 out.wall_s += saved["wall_s"]
                 out.hand_values[n], out.strategies[n] = saved["values"], saved["strategies"]
                 out.order_probs[n], out.exploitability[n] = saved["order_probs"], saved["exploitability"]
                 out.iterations[n] = saved["iterations"]
-                if saved["solvers"]:
-                    out.solvers[n] = solvers
+                if saved["solvers"] is not None:
+                    out.solvers[n] = saved["solvers"]
                 if progress:
                     progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
                               "cfr_iterations": int(saved["iterations"].sum()),
                               "max_exploitability": float(saved["exploitability"].max()),
                               "wall_s": saved["wall_s"], "resumed": True})
                 continue
+            solvers = [HandSolver(h, tensors) for h in hands]
             if warm is not None and n in warm:
                 for new, old in zip(solvers, warm[n]):
                     warm_start(new, old)

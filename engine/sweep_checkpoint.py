@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.cfr import HandSolver
+from engine.cfr import HandSolver, SolverTensors
 from engine.checkpoint import restore_records, solver_records, write_npz
+from engine.game_tree import CompiledHand
 
 
 def _paths(folder: Path, label: str, n: int) -> tuple[Path, Path]:
@@ -47,28 +48,36 @@ def save_sweep_layer(folder: Path, label: str, n: int, values: np.ndarray, order
     write_npz(results, small, streams, compress=True)
 
 
-def load_sweep_layer(folder: Path, label: str, n: int, solvers: list[HandSolver]) -> dict | None:
+def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand],
+                     tensors: SolverTensors) -> dict | None:
     """The saved layer of sweep ``label``, None if absent: values, strategies, order_probs,
-    exploitability, iterations, wall_s, and ``solvers`` (whether the given solvers got their saved
-    regrets back: only while the sweep's solvers are kept)."""
+    exploitability, iterations, wall_s, and ``solvers``: the layer's solvers with their saved
+    regrets while the sweep's solvers are kept, else None (none are built then: a 5-player layer's
+    solvers hold about 14 GiB)."""
     results, solver_file = _paths(folder, label, n)
     if not results.exists():
         return None
     data = np.load(results)
     sizes = data["sizes"]
-    if len(sizes) != len(solvers) or any(int(k) != len(s.hand.node_actor) for k, s in zip(sizes, solvers)):
+    if len(sizes) != len(hands) or any(int(k) != len(h.node_actor) for k, h in zip(sizes, hands)):
         raise ValueError(f"checkpoint {results} does not match this game (delete it to start over)")
-    restored = solver_file.exists()
-    if restored:
+    solvers = None
+    if solver_file.exists():
+        solvers = [HandSolver(h, tensors) for h in hands]
         restore_records(np.load(solver_file), solvers, None)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
     strategies, probs = data["strategies"], data["order_probs"]
-    m = len(solvers)
+    m = len(hands)
     return {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
-            "wall_s": float(data["wall_s"]), "solvers": restored,
+            "wall_s": float(data["wall_s"]), "solvers": solvers,
             "strategies": [strategies[offsets[i]:offsets[i + 1]].copy() for i in range(m)],
             "order_probs": [probs[t_off[i]:t_off[i + 1]].copy() for i in range(m)]}
+
+
+def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:
+    """Whether every layer (``players``) of sweep ``label`` is saved, so none needs a warm start."""
+    return all(_paths(folder, label, n)[0].exists() for n in players)
 
 
 def drop_solvers(folder: Path, label: str | None = None) -> None:
