@@ -6,7 +6,6 @@ policy iteration of :mod:`engine.best_response` from 2 players up, and writes `n
 equilibrium (:func:`equilibrium_fingerprint`) keeps the rows it wrote (:mod:`assets.resume`).
 """
 
-import hashlib
 import time
 
 import dagster as dg
@@ -14,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from assets.resources import GameResource, WarehouseResource, cache_dir
-from assets.resume import UnitCheckpoint, game_key
+from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
 from engine.states import enumerate_states
@@ -43,9 +42,8 @@ def equilibrium_fingerprint(con, game: str) -> str | None:
     """A digest of the game's equilibrium as the warehouse holds it: every state's exactly measured
     exploitability ($) and CFR+ iterations (None before a solve). A layer read back from its
     checkpoint, or solved again on the same path, gives the same digest; any other solve changes it."""
-    rows = con.execute("SELECT players, state_id, exploitability, cfr_iterations FROM state_quality WHERE game = ? "
-                       "ORDER BY players, state_id", [game]).fetchall()
-    return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
+    return rows_digest(con, "SELECT players, state_id, exploitability, cfr_iterations FROM state_quality "
+                            "WHERE game = ? ORDER BY players, state_id", [game])
 
 
 def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:

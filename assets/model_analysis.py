@@ -13,7 +13,6 @@ model), one model at a time; a rerun after an interrupt, or a rebuild, keeps the
 checked against the same model strategies (:mod:`assets.resume`, in `.cache/ex_post/`).
 """
 
-import hashlib
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pandas as pd
 from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, cache_dir
-from assets.resume import UnitCheckpoint, game_key
+from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
@@ -32,7 +31,7 @@ from engine.config import GameConfig
 from engine.equity_models import MODELS
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
-from engine.sweep_checkpoint import drop_solvers
+from engine.sweep_checkpoint import drop_solvers, sweep_saved
 from engine.tournament import compile_layer, largest_hand
 from warehouse import db
 
@@ -50,9 +49,8 @@ def strategies_fingerprint(con, cfg: GameConfig) -> str | None:
     strategies (nemesis checks, simulations) is kept across an interrupt only while it is unchanged:
     a sweep recomputed to the same strategies (solves are deterministic) keeps it, any other sweep
     changes it."""
-    rows = con.execute("SELECT model, players, states, cfr_iterations, max_exploitability FROM model_sweeps "
-                       "WHERE game = ? ORDER BY model, players", [cfg.name]).fetchall()
-    return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
+    return rows_digest(con, "SELECT model, players, states, cfr_iterations, max_exploitability FROM model_sweeps "
+                            "WHERE game = ? ORDER BY model, players", [cfg.name])
 
 
 def model_names(cfg: GameConfig) -> list[str]:
@@ -98,11 +96,15 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
     stacks, layers = _game_layers(cfg)
-    warm = equilibrium_solvers(layers, tensors, checkpoint_dir(cfg))
-    context.log.info("warm start: " + ("the equilibrium's regrets" if warm else "none (no solve checkpoint)"))
-    layer_wall: dict[str, dict[int, float]] = {}
-
     folder = sweep_checkpoint_dir(cfg)
+    warm = None
+    if sweep_saved(folder, "harville", list(layers)):  # read back: no warm start (nor 14 GiB of thesis regrets) needed
+        warm_start = "none needed (the Harville sweep is read back)"
+    else:
+        warm = equilibrium_solvers(layers, tensors, checkpoint_dir(cfg))
+        warm_start = "the equilibrium's regrets" if warm else "none (no solve checkpoint)"
+    context.log.info(f"warm start: {warm_start}")
+    layer_wall: dict[str, dict[int, float]] = {}
     read_back: list[str] = []
 
     def progress(event: dict) -> None:
@@ -165,7 +167,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
         metadata={"game": cfg.name, "models": model_names(cfg), **{f"rows_{k}": v for k, v in rows.items()},
                   "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
                   "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
-                  "warm_start": "equilibrium regrets" if warm else "cold",
+                  "warm_start": warm_start,
                   "layers_read_back": read_back,  # sweep layers finished before an interrupt
                   "wall_s": round(time.perf_counter() - t0, 2),
                   "deviation_summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=4))},

@@ -24,6 +24,13 @@ def game_key(cfg: GameConfig) -> str:
     return f"{cfg.name}-{hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]}"
 
 
+def rows_digest(con, query: str, params: list) -> str | None:
+    """A digest of what ``query`` returns from the warehouse (None when no rows): the fingerprint of
+    an upstream result that a unit's record is stamped with."""
+    rows = con.execute(query, params).fetchall()
+    return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
+
+
 class UnitCheckpoint:
     """Records of finished units in ``folder``, valid while ``stamp`` (JSON-able) is unchanged."""
 
@@ -52,7 +59,6 @@ class UnitCheckpoint:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         os.replace(tmp, path)
-
 
 
 def _plain(value: Any) -> Any:
