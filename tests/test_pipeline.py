@@ -206,6 +206,21 @@ def test_simulation_tables(tiny_build):
     assert np.abs(weighted).max() < 1e-9
 
 
+def _tiny_copy(tiny_build, tmp_path, monkeypatch):
+    """A copy of the tiny build's warehouse with an empty cache (no checkpoints) in ``tmp_path``:
+    (warehouse path, resources) for materializing single assets again."""
+    import shutil
+
+    from assets.resources import GameResource, WarehouseResource
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    return warehouse, {"game": GameResource(config_file=str(tiny_build["config"])),
+                       "warehouse": WarehouseResource(path=str(warehouse))}
+
+
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
     """ex_post_models killed after two models: a rerun, model sweeps included (read back, or solved
     again), checks only the others (the first two are kept: the sweeps came out the same) and the
@@ -215,14 +230,8 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     import dagster as dg
 
     import assets.model_analysis as analysis
-    from assets.resources import GameResource, WarehouseResource
 
-    warehouse = tmp_path / "lab.duckdb"
-    shutil.copy(tiny_build["warehouse"], warehouse)
-    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
-    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
-                 "warehouse": WarehouseResource(path=str(warehouse))}
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     real, checked = analysis.ex_post, []
@@ -268,14 +277,8 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
     import assets.model_analysis as analysis
     import assets.simulation as simulation
-    from assets.resources import GameResource, WarehouseResource
 
-    warehouse = tmp_path / "lab.duckdb"
-    shutil.copy(tiny_build["warehouse"], warehouse)
-    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
-    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
-                 "warehouse": WarehouseResource(path=str(warehouse))}
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     real, played = simulation.simulate_against, []
@@ -309,20 +312,13 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
 def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, tmp_path, monkeypatch):
     """ex_post_equilibrium again against an unchanged equilibrium: no policy iteration, the same rows
-    and checks; with its record gone, computed again to the same rows."""
-    import shutil
-
+    and checks, also after the layers are solved again (to the same equilibrium)."""
     import dagster as dg
 
     import assets.ex_post as ex_post_asset
-    from assets.resources import GameResource, WarehouseResource
     from assets.solve import LAYER_ASSETS
 
-    warehouse = tmp_path / "lab.duckdb"
-    shutil.copy(tiny_build["warehouse"], warehouse)
-    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
-    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
-                 "warehouse": WarehouseResource(path=str(warehouse))}
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     real, runs = ex_post_asset.ex_post, []
     monkeypatch.setattr(ex_post_asset, "ex_post", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium' ORDER BY ALL"

@@ -233,15 +233,23 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
         assert solver.avg_start == 40 and solver.avg_num is None
 
 
+def _six_unit_layer_with_icm_values():
+    """The 6-unit 3-player layer's hands and ICM values of it and of its 2-player layer, $: the
+    setting of the bound tests below."""
+    from engine.tournament import compile_layer
+
+    stacks, hands = compile_layer(6, 3, PAYOUTS)
+    return hands, {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+
+
 def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
     """The skip bound of PI-CFR+: a profile's exploitability under new utilities never exceeds it, and a uniform
     shift of a player's utilities leaves his gain (and the bound) unchanged."""
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
-    from engine.tournament import compile_layer, gain_bound, icm_values
+    from engine.tournament import gain_bound
 
-    stacks, hands = compile_layer(6, 3, PAYOUTS)
-    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(7)
     checked = 0
     for s, hand in enumerate(hands):
@@ -270,10 +278,9 @@ def test_gain_lower_bound_holds_under_changed_utilities(tiny_tensors):
     (else it could never spare a check)."""
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
-    from engine.tournament import compile_layer, gain_bound, gain_lower_bound, icm_values
+    from engine.tournament import gain_bound, gain_lower_bound
 
-    stacks, hands = compile_layer(6, 3, PAYOUTS)
-    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(5)
     positive = checked = 0
     for hand in hands:
@@ -314,10 +321,9 @@ def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tens
     uniform shift of every player's utilities leaves it at the gain then."""
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
-    from engine.tournament import compile_layer, gain_bound, icm_values, margin_bound
+    from engine.tournament import gain_bound, margin_bound
 
-    stacks, hands = compile_layer(6, 3, PAYOUTS)
-    values = {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
+    hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(11)
     tighter = checked = 0
     for hand in hands:
