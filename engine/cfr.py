@@ -573,6 +573,7 @@ class HandSolver:
         self.tensors = tensors
         K = len(hand.node_actor)
         self.node_off, self.term_off = layout(hand.node_depth, hand.term_depth)
+        self.has_depth2 = bool((hand.node_depth == 2).any())  # three-way showdowns: the kept sums' hands
         self.regret_jam = np.zeros((K, NC), REGRET_DTYPE)
         self.regret_fold = np.zeros((K, NC), REGRET_DTYPE)
         self.pred_jam = np.zeros((K, NC), REGRET_DTYPE)
@@ -643,6 +644,16 @@ class HandSolver:
         outcome probabilities are computed only when ``orders`` (else None is returned for them).
         """
         ws = self._workspace(ws)
+        head, tail = self._bind(ws, U)
+        hand_pass(*head, sigma, *tail)
+        self._keep_views(ws)
+        if not orders:
+            return self.root_values, self.cf_fold, self.cf_jam, None
+        self._outcome_probs(ws)
+        return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
+
+    def _bind(self, ws: Workspace, U: np.ndarray) -> tuple[tuple, tuple]:
+        """Bind ``ws`` to this hand and U; the arguments of :func:`hand_pass` before and after sigma."""
         h = self.hand
         K = len(h.node_actor)
         if ws.bind(h, U, int(self.node_off[-1]) + 1) and self.jam_chances is not None:
@@ -651,20 +662,22 @@ class HandSolver:
             ws.Gsig[:K] = Gsig
             ws.G_ready[:K] = G_ready
             ws.Gvalid[:K] = Gvalid
-        hand_pass(h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
-                  h.term_kind, h.term_depth, U, sigma, *self.tensors.args(), self.node_off, self.term_off, ws.R,
-                  ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT, ws.cf_fold, ws.cf_jam, ws.root_values,
-                  ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid, ws.pairs, ws.pair_sums, ws.W, ws.C,
-                  ws.C_ready, ws.P, ws.P_valid, ws.XY, *(self.depth2_sums or ws.no_depth2_sums))
+        head = (h.n_players, h.node_actor, h.node_depth, h.node_fold, h.node_jam, h.node_creator, h.root,
+                h.term_kind, h.term_depth, U)
+        tail = (*self.tensors.args(), self.node_off, self.term_off, ws.R, ws.S, ws.G, ws.Q, ws.Tbuf, ws.RT,
+                ws.cf_fold, ws.cf_jam, ws.root_values, ws.J3, ws.J3_ready, ws.Gsig, ws.G_ready, ws.Gvalid,
+                ws.pairs, ws.pair_sums, ws.W, ws.C, ws.C_ready, ws.P, ws.P_valid, ws.XY,
+                *(self.depth2_sums or ws.no_depth2_sums))
+        return head, tail
+
+    def _keep_views(self, ws: Workspace) -> None:
+        h = self.hand
+        K = len(h.node_actor)
         self.root_values, self.cf_fold, self.cf_jam = ws.root_values[:h.n_players], ws.cf_fold[:K], ws.cf_jam[:K]
-        if not orders:
-            return self.root_values, self.cf_fold, self.cf_jam, None
-        self._outcome_probs(ws)
-        return self.root_values, self.cf_fold, self.cf_jam, self.order_probs
 
     def jam_chance_bytes(self) -> int:
         """Memory (bytes) :meth:`keep_jam_chances` holds for this hand; 0 without depth-2 nodes."""
-        if not (self.hand.node_depth == 2).any():
+        if not self.has_depth2:
             return 0
         return int(self.node_off[-1]) * 6 * 8 + len(self.hand.node_actor) * NC * 9
 
@@ -690,7 +703,7 @@ class HandSolver:
 
     def depth2_sum_bytes(self) -> int:
         """Memory (bytes) :meth:`keep_depth2_sums` holds for this hand; 0 without depth-2 nodes."""
-        if not (self.hand.node_depth == 2).any():
+        if not self.has_depth2:
             return 0
         return int(self.node_off[-1]) * 8 + len(self.hand.node_actor) * (2 * NC * 6 * 8 + 1 + 2 * NC * 8)
 
@@ -767,30 +780,29 @@ class HandSolver:
         exploitability costs nothing extra: with a ``target`` ($), iterating stops at the first
         iterate within it, which becomes :attr:`solution`. Returns the exploitability ($) of the
         last iterate when a target is given (else inf).
+
+        The iterations run in one compiled call (:func:`cfr_plus_iterations`) that holds no GIL:
+        a layer solve's threads meet in Python once per call (:meth:`solve` runs everything up to
+        its next check of the average as one call) instead of once per iteration.
         """
-        e = np.inf
-        for _ in range(iterations):
-            sigma = self.current_strategy()
-            _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws, orders=False)
-            if target is not None:
-                gains = exploitability_from_cf(sigma, cf_fold, cf_jam, self.hand.node_actor, self.hand.n_players)
-                e = float(gains.max()) if len(gains) else 0.0
-            discount = (self.regret_weight + 1.0) / (self.regret_weight + 2.0)
-            cfr_plus_update(sigma, cf_fold, cf_jam, self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold,
-                            discount)
-            self.iterations += 1
-            self.regret_weight += 1.0
-            since = self.iterations - self.avg_start
-            if since > delay:
-                w = float(since - delay) ** 2
-                if self.avg_num is None:
-                    self.avg_num = np.zeros_like(sigma)
-                self.avg_num += w * sigma
-                self.avg_den += w
-            if target is not None and e <= target:
-                self.solution, self.gains = sigma, gains
-                self._outcome_probs(self._workspace(ws))  # the pass's buffers still hold this iterate
-                break
+        if iterations <= 0:
+            return np.inf
+        ws = self._workspace(ws)
+        head, tail = self._bind(ws, U)
+        h = self.hand
+        avg = self.avg_num if self.avg_num is not None else np.zeros((len(h.node_actor), NC))
+        clock = np.array([self.iterations, self.regret_weight, self.avg_start, self.avg_den], np.float64)
+        certified, e, gains, sigma = cfr_plus_iterations(
+            iterations, delay, np.inf if target is None else float(target), target is not None, self.regret_jam,
+            self.regret_fold, self.pred_jam, self.pred_fold, avg, clock, h.node_actor, h.n_players,
+            ws.cf_fold[:len(h.node_actor)], ws.cf_jam[:len(h.node_actor)], head, tail)
+        self.iterations, self.regret_weight, self.avg_den = int(clock[0]), float(clock[1]), float(clock[3])
+        if self.avg_den > 0.0:
+            self.avg_num = avg
+        self._keep_views(ws)
+        if certified:
+            self.solution, self.gains = sigma, gains
+            self._outcome_probs(ws)  # the pass's buffers still hold this iterate
         return e
 
     def solve(self, U: np.ndarray, target: float, ws: Workspace | None = None, batch: int = 8, delay: int = 0,
@@ -810,8 +822,11 @@ class HandSolver:
         start = self.iterations
         self.solution = None
         next_average = 4 * batch
+        budget = -(-max_iterations // batch) * batch  # whole batches, as if run batch by batch
         while self.iterations - start < max_iterations:
-            e = self.iterate(U, batch, delay=delay, ws=ws, target=target)
+            # every iterate is checked as it comes, so the batches up to the next average check run as one call
+            e = self.iterate(U, min(next_average, budget) - (self.iterations - start), delay=delay, ws=ws,
+                             target=target)
             if self.solution is not None:
                 break  # an iterate: evaluated (gains, outcome probabilities) by the iteration itself
             if self.iterations - start < next_average:
@@ -838,6 +853,45 @@ class HandSolver:
         _, cf_fold, cf_jam, _ = self.evaluate(sigma, U, ws)
         gains = exploitability_from_cf(sigma, cf_fold, cf_jam, self.hand.node_actor, self.hand.n_players)
         return float(gains.max()) if len(gains) else 0.0, gains
+
+
+@nb.njit(cache=True, nogil=True)
+def cfr_plus_iterations(iterations, delay, target, has_target, regret_jam, regret_fold, pred_jam, pred_fold, avg_num,
+                        clock, node_actor, n_players, cf_fold, cf_jam, pass_head, pass_tail):
+    """Up to ``iterations`` predictive CFR+ iterations (see :meth:`HandSolver.iterate`), compiled whole.
+
+    ``clock`` holds the solver's [iterations, regret_weight, avg_start, avg_den] and is advanced
+    in place, as are the regrets, predictions and ``avg_num``. With ``has_target`` each iterate's
+    exploitability ($) is measured from its own pass and the loop stops after the first within
+    ``target``. ``pass_head`` and ``pass_tail`` are :func:`hand_pass`'s arguments before and
+    after sigma; the pass fills ``cf_fold`` and ``cf_jam`` (K × 169, views of its buffers).
+    Returns (certified, exploitability of the last iterate or inf, its gains per player, the
+    last iterate).
+    """
+    K = node_actor.shape[0]
+    e = np.inf
+    gains = np.zeros(n_players)
+    sigma = np.empty((K, NC))
+    for _ in range(iterations):
+        sigma = current_strategy(regret_jam, regret_fold, pred_jam, pred_fold)
+        hand_pass(*pass_head, sigma, *pass_tail)
+        if has_target:
+            gains = exploitability_from_cf(sigma, cf_fold, cf_jam, node_actor, n_players)
+            e = gains.max() if gains.shape[0] else 0.0
+        discount = (clock[1] + 1.0) / (clock[1] + 2.0)
+        cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, discount)
+        clock[0] += 1.0
+        clock[1] += 1.0
+        since = clock[0] - clock[2]
+        if since > delay:
+            w = (since - delay) ** 2
+            for k in range(K):
+                for c in range(NC):
+                    avg_num[k, c] += w * sigma[k, c]
+            clock[3] += w
+        if has_target and e <= target:
+            return True, e, gains, sigma
+    return False, e, gains, sigma
 
 
 @nb.njit(cache=True, nogil=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from itertools import permutations
 from typing import Callable
 
+import numba as nb
 import numpy as np
 
 from engine.hand import HandTree, hand_tree
@@ -128,15 +129,24 @@ def utilities(hand: CompiledHand, values: dict[int, np.ndarray]) -> np.ndarray:
 
     ``values[m]`` is the (states, m) value table of the m-player layer. A layer solve rebuilds
     every state's utilities once or twice per outer iteration, so the gather is planned once per
-    hand (:func:`_utility_plan`) and done with one fancy index per layer reached: 6 µs on a
-    20-unit 3-player hand (9 µs on 4 and 5 players), against 70 (170, 220) µs for a Python loop
-    over the outcomes, time that holds the GIL and so stalls every solver thread.
+    hand (:func:`_utility_plan`) and done by one compiled call per layer reached that releases
+    the GIL: a Python loop over the outcomes took 70 (170, 220) µs on a 20-unit 3-player (4-,
+    5-player) hand, a numpy fancy index 6 (9) µs, and either held the GIL, which every solver
+    thread of a layer solve needs between its compiled calls (a tenth of the interpreter time of
+    a 3-player layer solve's threads was this gather).
     """
     U = hand.term_prize.copy()
     flat = U.reshape(-1)
     for m, positions, next_states, seats in _utility_plan(hand):
-        flat[positions] += values[m][next_states, seats]
+        _gather_add(flat, positions, values[m], next_states, seats)
     return U
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather_add(flat, positions, table, next_states, seats):
+    """flat[positions[i]] += table[next_states[i], seats[i]] (positions are distinct)."""
+    for i in range(positions.shape[0]):
+        flat[positions[i]] += table[next_states[i], seats[i]]
 
 
 def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:

@@ -631,3 +631,81 @@ def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors,
     assert not np.allclose(corrupted[2][depth2], before[2][depth2], rtol=1e-6)
     heads_up = make_case((20, 25), tensors)[2]
     assert heads_up.depth2_sum_bytes() == 0
+
+
+@pytest.mark.parametrize("stacks", [(12, 14, 19), (9, 11, 13, 12)])
+def test_compiled_iterations_match_the_step_by_step_update(tensors, stacks):
+    """:meth:`HandSolver.iterate` runs its iterations in one compiled call; composed step by step
+    from the building blocks (regret matching, an exact evaluation, the CFR+ update, the t²
+    average), the same iterations must give the same regrets, average, clock and certified
+    iterate, to the bit."""
+    from engine.cfr import cfr_plus_update, current_strategy, exploitability_from_cf
+
+    payouts = (50.0, 30.0, 20.0)
+    _, hand, solver, _ = make_case(stacks, tensors, payouts)
+    U = utilities(hand, harville_values(sum(stacks), len(stacks), payouts))
+    reference = HandSolver(hand, solver.tensors)
+    ws, ws_ref = Workspace.for_hand(hand), Workspace.for_hand(hand)
+    delay, target = 2, 2e-3
+
+    def reference_iterate(count: int) -> float:
+        e = np.inf
+        for _ in range(count):
+            r = reference
+            sigma = current_strategy(r.regret_jam, r.regret_fold, r.pred_jam, r.pred_fold)
+            _, cf_fold, cf_jam, _ = r.evaluate(sigma, U, ws_ref, orders=False)
+            gains = exploitability_from_cf(sigma, cf_fold, cf_jam, hand.node_actor, hand.n_players)
+            e = float(gains.max())
+            cfr_plus_update(sigma, cf_fold, cf_jam, r.regret_jam, r.regret_fold, r.pred_jam, r.pred_fold,
+                            (r.regret_weight + 1.0) / (r.regret_weight + 2.0))
+            r.iterations += 1
+            r.regret_weight += 1.0
+            since = r.iterations - r.avg_start
+            if since > delay:
+                w = float(since - delay) ** 2
+                r.avg_num = np.zeros_like(sigma) if r.avg_num is None else r.avg_num
+                r.avg_num += w * sigma
+                r.avg_den += w
+            if e <= target:
+                r.solution, r.gains = sigma, gains
+                break
+        return e
+
+    for count in (1, 2, 7, 400):  # the last runs until an iterate is certified
+        e = solver.iterate(U, count, delay=delay, ws=ws, target=target)
+        e_ref = reference_iterate(count)
+        assert e == e_ref and solver.iterations == reference.iterations
+        assert solver.regret_weight == reference.regret_weight and solver.avg_den == reference.avg_den
+        for name in ("regret_jam", "regret_fold", "pred_jam", "pred_fold"):
+            np.testing.assert_array_equal(getattr(solver, name), getattr(reference, name))
+        if reference.avg_num is None:
+            assert solver.avg_num is None
+        else:
+            np.testing.assert_array_equal(solver.avg_num, reference.avg_num)
+    assert reference.solution is not None and solver.iterations < 400 + 10
+    np.testing.assert_array_equal(solver.solution, reference.solution)
+    np.testing.assert_array_equal(solver.gains, reference.gains)
+    np.testing.assert_array_equal(solver.cf_jam, reference.cf_jam)
+    # the certified iterate is left evaluated: its outcome probabilities are those of a fresh pass
+    _, _, _, probs = HandSolver(hand, solver.tensors).evaluate(solver.solution, U, Workspace.for_hand(hand))
+    np.testing.assert_allclose(solver.order_probs, probs, rtol=1e-12, atol=1e-15)
+
+
+def test_utilities_gather_every_surviving_seat(tensors):
+    """U[t, o, p] = prize now + the value of p's seat in the next state, checked outcome by outcome."""
+    payouts = (50.0, 30.0, 20.0)
+    stacks = (7, 1, 9, 3)
+    _, hand, _, _ = make_case(stacks, tensors, payouts)
+    rng = np.random.default_rng(3)
+    values = {m: rng.uniform(0, 50, (len(enumerate_states(sum(stacks), m)), m)) for m in range(2, 5)}
+    U = utilities(hand, values)
+    T, O, n = hand.term_seat.shape
+    expected = hand.term_prize.copy()
+    for t in range(T):
+        for o in range(O):
+            m = hand.term_next_players[t, o]
+            for p in range(n):
+                if m > 0 and hand.term_seat[t, o, p] >= 0:
+                    expected[t, o, p] += values[m][hand.term_next[t, o], hand.term_seat[t, o, p]]
+    np.testing.assert_array_equal(U, expected)
+    assert (hand.term_next_players > 0).any() and not np.array_equal(U, hand.term_prize)

@@ -546,3 +546,41 @@ def test_skipping_certain_checks_changes_nothing_but_the_passes(tiny_tensors, so
     np.testing.assert_allclose(skipping.values, checking.values, rtol=0, atol=1e-12)
     assert [e["states_updated"] for e in skipping.log] == [e["states_updated"] for e in checking.log]
     assert_certified_from_scratch(skipping, lower, tiny_tensors)
+
+
+def test_gain_bounds_equal_their_formulas():
+    """The compiled bounds are gain_k + max ΔU_k − E_P[ΔU_k] over every entry (upper) and
+    gain_k + min ΔU_k − E_P[ΔU_k] over the orders that occur (lower), maximised over k."""
+    from engine.tournament import gain_bounds
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        T, n = int(rng.integers(1, 8)), int(rng.integers(2, 6))
+        term_orders = rng.choice([1, 2, 6], T)
+        U_then, U_now = rng.normal(0, 5, (T, 6, n)), rng.normal(0, 5, (T, 6, n))
+        P = rng.uniform(0, 1, (T, 6)) * (np.arange(6)[None, :] < term_orders[:, None])
+        P /= P.sum()
+        gains = rng.uniform(0, 1, n)
+        dU = U_now - U_then
+        shift = np.einsum("to,top->p", P, dU)
+        occurs = (np.arange(6)[None, :] < term_orders[:, None])[:, :, None]
+        upper = (gains + dU.max(axis=(0, 1)) - shift).max()
+        lower = (gains + np.where(occurs, dU, np.inf).min(axis=(0, 1)) - shift).max()
+        got = gain_bounds(gains, P, U_then, U_now, term_orders)
+        assert got == pytest.approx((upper, lower), rel=1e-12, abs=1e-12)
+        assert got[1] <= got[0]
+
+
+@pytest.mark.parametrize("items,threads", [(0, 2), (5, 2), (7, 16), (100, 2), (1001, 3)])
+def test_solver_pool_yields_results_in_item_order(items, threads):
+    """The pool hands states out in chunks but must yield every result once, in the items' order."""
+    from engine.game_tree import compile_hand
+    from engine.states import state_index
+    from engine.tournament import SolverPool
+
+    pool = SolverPool(threads, compile_hand((3, 3), (1.0,), state_index))
+    try:
+        out = list(pool.imap(lambda x: x * x, range(items)))
+    finally:
+        pool.close()
+    assert out == [x * x for x in range(items)]
