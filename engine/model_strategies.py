@@ -110,60 +110,56 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
     try:
         for n, hands in sorted(layers.items()):
-            m = len(hands)
             saved = load_sweep_layer(checkpoint, label, n, hands, tensors) if checkpoint is not None else None
-            if saved is not None:
-                out.wall_s += saved["wall_s"]
-                out.hand_values[n], out.strategies[n] = saved["values"], saved["strategies"]
-                out.order_probs[n], out.exploitability[n] = saved["order_probs"], saved["exploitability"]
-                out.iterations[n] = saved["iterations"]
-                if saved["solvers"] is not None:
-                    out.solvers[n] = saved["solvers"]
-                if progress:
-                    progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
-                              "cfr_iterations": int(saved["iterations"].sum()),
-                              "max_exploitability": float(saved["exploitability"].max()),
-                              "wall_s": saved["wall_s"], "resumed": True})
-                continue
-            solvers = [HandSolver(h, tensors) for h in hands]
-            if warm is not None and n in warm:
-                for new, old in zip(solvers, warm[n]):
-                    warm_start(new, old)
-            values = np.zeros((m, n))
-            order_probs: list[np.ndarray] = [np.zeros(0)] * m
-            expl = np.zeros(m)
-            spent = np.zeros(m, dtype=np.int64)
-
-            def work(s: int) -> None:
-                ws = pool.workspace()
-                solver = solvers[s]
-                U = utilities(solver.hand, successor_values)
-                # the first iterate is the warm start's strategy, checked for free
-                e, spent[s] = solver.solve(U, gamma, ws=ws, batch=batch, delay=2 if solver.iterations == 0 else 0,
-                                           max_iterations=max_iterations)
-                values[s] = solver.root_values
-                order_probs[s] = solver.order_probs.copy()
-                expl[s] = e
-
-            t0 = time.perf_counter()
-            pool.map(work, heaviest_first(hands))
-            wall = time.perf_counter() - t0
-            out.wall_s += wall
-            if checkpoint is not None:
-                save_sweep_layer(checkpoint, label, n, values, order_probs, expl, spent, wall, solvers, keep_solvers)
-            out.hand_values[n] = values
-            out.strategies[n] = [s.strategy() for s in solvers]
-            out.order_probs[n] = order_probs
-            out.exploitability[n] = expl
-            out.iterations[n] = spent
-            out.solvers[n] = solvers
+            layer = saved or _solve_sweep_layer(hands, n, successor_values, gamma, tensors, pool,
+                                                None if warm is None else warm.get(n), batch, max_iterations)
+            if saved is None and checkpoint is not None:
+                save_sweep_layer(checkpoint, label, n, layer, keep_solvers)
+            out.wall_s += layer["wall_s"]
+            out.hand_values[n], out.strategies[n] = layer["values"], layer["strategies"]
+            out.order_probs[n], out.exploitability[n] = layer["order_probs"], layer["exploitability"]
+            out.iterations[n] = layer["iterations"]
+            if layer["solvers"] is not None:
+                out.solvers[n] = layer["solvers"]
             if progress:
-                progress({"event": "sweep_layer", "label": label, "players": n, "states": m,
-                          "cfr_iterations": int(spent.sum()), "max_exploitability": float(expl.max()),
-                          "wall_s": wall, "resumed": False})
+                progress({"event": "sweep_layer", "label": label, "players": n, "states": len(hands),
+                          "cfr_iterations": int(layer["iterations"].sum()),
+                          "max_exploitability": float(layer["exploitability"].max()),
+                          "wall_s": layer["wall_s"], "resumed": saved is not None})
     finally:
         pool.close()
     return out
+
+
+def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict[int, np.ndarray], gamma: float,
+                       tensors: SolverTensors, pool: SolverPool, warm: list[HandSolver] | None, batch: int,
+                       max_iterations: int) -> dict:
+    """One layer of :func:`solve_sweep`, as :func:`engine.sweep_checkpoint.load_sweep_layer` returns one."""
+    m = len(hands)
+    solvers = [HandSolver(h, tensors) for h in hands]
+    if warm is not None:
+        for new, old in zip(solvers, warm):
+            warm_start(new, old)
+    values = np.zeros((m, n))
+    order_probs: list[np.ndarray] = [np.zeros(0)] * m
+    expl = np.zeros(m)
+    spent = np.zeros(m, dtype=np.int64)
+
+    def work(s: int) -> None:
+        ws = pool.workspace()
+        solver = solvers[s]
+        U = utilities(solver.hand, successor_values)
+        # the first iterate is the warm start's strategy, checked for free
+        e, spent[s] = solver.solve(U, gamma, ws=ws, batch=batch, delay=2 if solver.iterations == 0 else 0,
+                                   max_iterations=max_iterations)
+        values[s] = solver.root_values
+        order_probs[s] = solver.order_probs.copy()
+        expl[s] = e
+
+    t0 = time.perf_counter()
+    pool.map(work, heaviest_first(hands))
+    return {"values": values, "strategies": [s.strategy() for s in solvers], "order_probs": order_probs,
+            "exploitability": expl, "iterations": spent, "wall_s": time.perf_counter() - t0, "solvers": solvers}
 
 
 def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> dict[int, np.ndarray]:

@@ -31,18 +31,19 @@ def _paths(folder: Path, label: str, n: int) -> tuple[Path, Path]:
     return folder / f"{label}.layer{n}.npz", folder / f"{label}.layer{n}.solvers.npz"
 
 
-def save_sweep_layer(folder: Path, label: str, n: int, values: np.ndarray, order_probs: list[np.ndarray],
-                     exploitability: np.ndarray, iterations: np.ndarray, wall_s: float,
-                     solvers: list[HandSolver], keep_solvers: bool) -> None:
-    """One finished layer of sweep ``label``; its solvers too when ``keep_solvers`` (written first,
-    so a layer whose results exist always has them when they were meant to be kept)."""
+def save_sweep_layer(folder: Path, label: str, n: int, layer: dict, keep_solvers: bool) -> None:
+    """One finished layer of sweep ``label`` (a dict as :func:`load_sweep_layer` returns); its
+    solvers too when ``keep_solvers`` (written first, so a layer whose results exist always has
+    them when they were meant to be kept)."""
     results, solver_file = _paths(folder, label, n)
     if keep_solvers:
+        solvers = layer["solvers"]
         small, streams = solver_records(np.arange(len(solvers)), solvers, None)
         write_npz(solver_file, small, streams)
-    strategies = [s.strategy() for s in solvers]
-    small = {"values": values, "exploitability": exploitability, "iterations": iterations.astype(np.int64),
-             "wall_s": np.array(wall_s), "sizes": np.array([len(x) for x in strategies], np.int64),
+    strategies, order_probs = layer["strategies"], layer["order_probs"]
+    small = {"values": layer["values"], "exploitability": layer["exploitability"],
+             "iterations": layer["iterations"].astype(np.int64), "wall_s": np.array(layer["wall_s"]),
+             "sizes": np.array([len(x) for x in strategies], np.int64),
              "terminals": np.array([len(p) for p in order_probs], np.int64)}
     streams = {"strategies": (np.float64, 169, strategies), "order_probs": (np.float64, 6, order_probs)}
     write_npz(results, small, streams, compress=True)

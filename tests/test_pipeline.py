@@ -221,6 +221,23 @@ def _tiny_copy(tiny_build, tmp_path, monkeypatch):
                        "warehouse": WarehouseResource(path=str(warehouse))}
 
 
+class _KilledAfter:
+    """Stands in for ``fn``: a run killed after ``calls`` of it (raises on the next while armed).
+    Counts the calls, from 0 again after :meth:`disarm`."""
+
+    def __init__(self, fn, limit: int):
+        self.fn, self.limit, self.calls, self.armed = fn, limit, 0, True
+
+    def __call__(self, *args, **kwargs):
+        if self.armed and self.calls == self.limit:
+            raise RuntimeError("killed")
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+    def disarm(self) -> None:
+        self.armed, self.calls = False, 0
+
+
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
     """ex_post_models killed after two models: a rerun, model sweeps included (read back, or solved
     again), checks only the others (the first two are kept: the sweeps came out the same) and the
@@ -234,19 +251,11 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
-    real, checked = analysis.ex_post, []
-
-    def killed_after_two(*args, **kwargs):
-        if killed and len(checked) == 2:
-            raise RuntimeError("killed")
-        checked.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(analysis, "ex_post", killed_after_two)
-    killed = True
+    checked = _KilledAfter(analysis.ex_post, 2)
+    monkeypatch.setattr(analysis, "ex_post", checked)
     assert not dg.materialize([analysis.ex_post_models], instance=instance, resources=resources,
                               raise_on_error=False).success
-    killed, checked[:] = False, []
+    checked.disarm()
     # `./lab build` again: every model sweep is read back from .cache/models ...
     result = dg.materialize([analysis.model_strategies], instance=instance, resources=resources)
     read_back = result.asset_materializations_for_node("model_strategies")[0].metadata["layers_read_back"]
@@ -255,15 +264,15 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     shutil.rmtree(tmp_path / "cache" / "models")
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
-    assert len(checked) == len(MODELS) - 2
+    assert checked.calls == len(MODELS) - 2
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = con.execute(query).df()
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
-    assert len(checked) == len(MODELS) - 2  # a rebuild checks nothing again
+    assert checked.calls == len(MODELS) - 2  # a rebuild checks nothing again
     shutil.rmtree(tmp_path / "cache" / "ex_post")  # without the records: every model checked afresh
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
-    assert len(checked) == 2 * len(MODELS) - 2
+    assert checked.calls == 2 * len(MODELS) - 2
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(resumed, con.execute(query).df())
 
@@ -281,30 +290,22 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
-    real, played = simulation.simulate_against, []
-    killed = True
-
-    def killed_after_two(*args, **kwargs):
-        if killed and len(played) == 2:
-            raise RuntimeError("killed")
-        played.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(simulation, "simulate_against", killed_after_two)
+    played = _KilledAfter(simulation.simulate_against, 2)
+    monkeypatch.setattr(simulation, "simulate_against", played)
     assert not dg.materialize([simulation.simulations], instance=instance, resources=resources,
                               raise_on_error=False).success
-    killed, played[:] = False, []
+    played.disarm()
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
-    assert len(played) == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
+    assert played.calls == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
     queries = ["SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' ORDER BY model, hero_position",
                "SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = [con.execute(q).df() for q in queries]
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
-    assert len(played) == 1 + len(MODELS) - 2  # a rebuild plays nothing again
+    assert played.calls == 1 + len(MODELS) - 2  # a rebuild plays nothing again
     shutil.rmtree(tmp_path / "cache" / "simulations")  # without the records: every model played afresh
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
-    assert len(played) == 2 * (1 + len(MODELS)) - 2
+    assert played.calls == 2 * (1 + len(MODELS)) - 2
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for q, before in zip(queries, resumed):
             pd.testing.assert_frame_equal(before, con.execute(q).df())

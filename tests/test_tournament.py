@@ -242,23 +242,31 @@ def _six_unit_layer_with_icm_values():
     return hands, {2: icm_values(compile_layer(6, 2, PAYOUTS)[0], PAYOUTS), 3: icm_values(stacks, PAYOUTS)}
 
 
+def _early_profiles(tensors, hands, values):
+    """Per hand of a layer: (hand, solver, U, sigma, exploitability, gains, outcome probabilities)
+    of the iterate after 5 CFR+ iterations, a profile far from equilibrium for the bound tests."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
+    for hand in hands:
+        solver = HandSolver(hand, tensors)
+        U = utilities(hand, values)
+        solver.iterate(U, 5)
+        sigma = solver.current_strategy()
+        e, gains = solver.exploitability(U, sigma=sigma)
+        yield hand, solver, U, sigma, e, gains, solver.order_probs.copy()
+
+
 def test_gain_bound_holds_under_changed_utilities(tiny_tensors):
     """The skip bound of PI-CFR+: a profile's exploitability under new utilities never exceeds it, and a uniform
     shift of a player's utilities leaves his gain (and the bound) unchanged."""
-    from engine.cfr import HandSolver
     from engine.game_tree import utilities
     from engine.tournament import gain_bound
 
     hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(7)
     checked = 0
-    for s, hand in enumerate(hands):
-        solver = HandSolver(hand, tiny_tensors)
-        U = utilities(hand, values)
-        solver.iterate(U, 5)
-        sigma = solver.current_strategy()
-        e, gains = solver.exploitability(U, sigma=sigma)
-        P = solver.order_probs.copy()
+    for hand, solver, U, sigma, e, gains, P in _early_profiles(tiny_tensors, hands, values):
         assert P.sum() == pytest.approx(1.0)
         for _ in range(4):
             moved = {2: values[2], 3: values[3] + rng.normal(0.0, 0.5, values[3].shape)}
@@ -276,20 +284,13 @@ def test_gain_lower_bound_holds_under_changed_utilities(tiny_tensors):
     """The other side of the skip bound: a profile's exploitability under new utilities is never below
     :func:`gain_lower_bound`, which is exact for a uniform shift and strictly above 0 for some changes
     (else it could never spare a check)."""
-    from engine.cfr import HandSolver
     from engine.game_tree import utilities
     from engine.tournament import gain_bound, gain_lower_bound
 
     hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(5)
     positive = checked = 0
-    for hand in hands:
-        solver = HandSolver(hand, tiny_tensors)
-        U = utilities(hand, values)
-        solver.iterate(U, 5)
-        sigma = solver.current_strategy()
-        e, gains = solver.exploitability(U, sigma=sigma)
-        P = solver.order_probs.copy()
+    for hand, solver, U, sigma, e, gains, P in _early_profiles(tiny_tensors, hands, values):
         assert gain_lower_bound(gains, P, U, U, hand.term_orders) == pytest.approx(e)
         shifted = U + np.array([0.3, -0.2, 0.1])
         assert gain_lower_bound(gains, P, U, shifted, hand.term_orders) == pytest.approx(e)
