@@ -25,17 +25,21 @@ CHECKS = ("nemesis_at_least_profile", "policy_iteration_converged")
 
 
 def read_strategies(con, game: str, n: int, m: int, model: str | None = None) -> list[np.ndarray]:
-    """Per state, the (nodes × 169) jam probabilities of the equilibrium (`equilibrium_nodes`) or of a model."""
+    """Per state, the (nodes × 169) jam probabilities of the equilibrium (`equilibrium_nodes`) or of a model.
+
+    Fetched as numpy arrays, not Python lists: the 45-unit 5-player layer has about 3 million
+    node rows, 500 million probabilities (4 GB as float64, about 16 GB as Python floats). The
+    states' arrays are consecutive row blocks of one (rows, 169) array.
+    """
     if model is None:
-        rows = con.execute("SELECT state_id, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
-                           "ORDER BY state_id, node", [game, n]).fetchall()
+        cols = con.execute("SELECT state_id, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
+                           "ORDER BY state_id, node", [game, n]).fetchnumpy()
     else:
-        rows = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
-                           "ORDER BY state_id, node", [game, model, n]).fetchall()
-    out: list[list] = [[] for _ in range(m)]
-    for state_id, jam in rows:
-        out[state_id].append(jam)
-    return [np.array(nodes, dtype=np.float64).reshape(-1, 169) for nodes in out]
+        cols = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
+                           "ORDER BY state_id, node", [game, model, n]).fetchnumpy()
+    jam = np.stack(cols["jam"]).astype(np.float64, copy=False) if len(cols["jam"]) else np.zeros((0, 169))
+    counts = np.bincount(np.asarray(cols["state_id"], dtype=np.int64), minlength=m)
+    return np.split(jam.reshape(-1, 169), np.cumsum(counts)[:-1])
 
 
 def equilibrium_fingerprint(con, game: str) -> str | None:

@@ -3,7 +3,10 @@
 `model_strategies` solves every state's hand once per model with the successor states valued by
 the model (Harville, Weitzman, Roberts, FGS-1 … FGS-D): Harville warm-started from the
 equilibrium's regrets, Weitzman, Roberts and FGS-1 from Harville's, each deeper FGS depth from the
-previous one; it writes `model_nodes`, `fgs_values` and `model_sweeps`. Every finished layer of
+previous one; it writes `model_nodes` and `model_sweeps` as each sweep finishes, then
+`fgs_values`. Memory stays at one layer of solvers and one sweep's strategies: the sweeps that
+warm-start the next take over the previous one's solvers, the others drop each state's solver
+once it is solved, and a stored sweep's strategies are released. Every finished layer of
 every sweep is checkpointed in `.cache/models/` (see :mod:`engine.sweep_checkpoint`), so an
 interrupted run resumes with the sweeps it finished and gives the same tables, and a rebuild of
 the same game reads every sweep back. The deviation views (`model_values`, `deviation_summary`,
@@ -14,6 +17,7 @@ checked against the same model strategies (:mod:`assets.resume`, in `.cache/ex_p
 """
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -65,23 +69,27 @@ def _game_layers(cfg: GameConfig) -> tuple[dict[int, np.ndarray], dict]:
     return stacks, layers
 
 
-def _node_rows(sweep: Sweep, layers: dict) -> pd.DataFrame:
-    frames = []
+NODE_ROW_STATES = 2_000
+"""States per frame of `model_nodes` rows (at most 65 MB of strategies for 5-player states): a
+sweep's rows are written frame by frame in one transaction, never as one copy of the whole sweep."""
+
+
+def _node_rows(sweep: Sweep, layers: dict) -> Iterator[pd.DataFrame]:
     for n, strategies in sweep.strategies.items():
-        sid = np.concatenate([np.full(len(s), i) for i, s in enumerate(strategies)])
-        node = np.concatenate([np.arange(len(s)) for s in strategies])
-        actor = np.concatenate([h.node_actor for h in layers[n]])
-        jam = np.concatenate(strategies)
-        frames.append(pd.DataFrame({"players": n, "state_id": sid, "node": node, "actor": actor,
-                                    "jam": list(jam)}))
-    return pd.concat(frames, ignore_index=True)
+        for lo in range(0, len(strategies), NODE_ROW_STATES):
+            part = strategies[lo:lo + NODE_ROW_STATES]
+            sid = np.concatenate([np.full(len(s), lo + i) for i, s in enumerate(part)])
+            node = np.concatenate([np.arange(len(s)) for s in part])
+            actor = np.concatenate([h.node_actor for h in layers[n][lo:lo + NODE_ROW_STATES]])
+            jam = np.concatenate(part)
+            yield pd.DataFrame({"players": n, "state_id": sid, "node": node, "actor": actor, "jam": list(jam)})
 
 
 def _sweep_rows(sweep: Sweep, layer_wall: dict[int, float]) -> pd.DataFrame:
-    return pd.DataFrame([{"players": n, "states": len(sweep.strategies[n]),
+    return pd.DataFrame([{"players": n, "states": len(sweep.iterations[n]),
                           "cfr_iterations": int(sweep.iterations[n].sum()),
                           "max_exploitability": float(sweep.exploitability[n].max()), "wall_s": layer_wall.get(n, 0.0)}
-                         for n in sorted(sweep.strategies)])
+                         for n in sorted(sweep.iterations)])
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[equity_model_tables, *LAYER_ASSETS],
@@ -116,19 +124,37 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
                          f"{event['cfr_iterations']} CFR+ iterations, max exploitability "
                          f"{event['max_exploitability']:.2e} $ ({how}{event['wall_s']:.1f} s)")
 
-    # Harville first (warm from the equilibrium); the other ICM-family models start from Harville's
-    # regrets (their values are closer to Harville's than to the equilibrium's: on the quick game
-    # Weitzman 40 s instead of 73 s, Roberts 54 s instead of 94 s), then FGS-1 … FGS-D as a chain
+    rows = {"model_nodes": 0, "model_sweeps": 0}
+
+    def store(sweep: Sweep) -> None:
+        """Write a finished sweep's rows (one transaction per table) and drop its strategies from
+        memory: the thesis game's would hold about 4 GiB per sweep, 13 sweeps."""
+        key = {"game": cfg.name, "model": sweep.label}
+        with warehouse.connect() as con:
+            rows["model_nodes"] += db.replace_rows(con, "model_nodes", _node_rows(sweep, layers), key)
+            rows["model_sweeps"] += db.replace_rows(con, "model_sweeps", _sweep_rows(sweep, layer_wall[sweep.label]),
+                                                    key)
+        sweep.release()
+
+    # Harville first (warm from the equilibrium, whose solvers it takes over); the other ICM-family
+    # models start from Harville's regrets (their values are closer to Harville's than to the
+    # equilibrium's: on the quick game Weitzman 40 s instead of 73 s, Roberts 54 s instead of
+    # 94 s), then FGS-1 … FGS-D as a chain, FGS-1 taking over Harville's solvers. So one layer of
+    # solvers is in memory at a time, and one sweep's strategies.
     harville_values = model_values("harville", stacks, cfg.payouts)
     harville = solve_sweep("harville", layers, harville_values, cfg.gamma, tensors, warm=warm, progress=progress,
-                           checkpoint=folder, keep_solvers=True)
-    others = [solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                          warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False)
-              for model in MODELS if model != "harville"]
-    for sweep in others:
-        sweep.solvers = {}
+                           checkpoint=folder, keep_solvers=True, consume_warm=True)
+    del warm
+    store(harville)
+    others = []
+    for model in MODELS:
+        if model != "harville":
+            others.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
+                                      warm=harville.solvers, progress=progress, checkpoint=folder,
+                                      keep_solvers=False))
+            store(others[-1])
     fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, progress=progress,
-                             first=harville, checkpoint=folder)
+                             first=harville, checkpoint=folder, on_sweep=store)
     sweeps: list[Sweep] = [*fgs, *others]
     fgs_frames = []
     for d in range(1, len(values)):
@@ -136,12 +162,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
             sid, pos = np.meshgrid(np.arange(len(V)), np.arange(n), indexing="ij")
             fgs_frames.append(pd.DataFrame({"depth": d, "players": n, "state_id": sid.ravel(), "position": pos.ravel(),
                                             "value": V.ravel()}))
-    rows = {"model_nodes": 0, "model_sweeps": 0}
     with warehouse.connect() as con:
-        for sweep in sweeps:
-            key = {"game": cfg.name, "model": sweep.label}
-            rows["model_nodes"] += db.replace_rows(con, "model_nodes", _node_rows(sweep, layers), key)
-            rows["model_sweeps"] += db.replace_rows(con, "model_sweeps", _sweep_rows(sweep, layer_wall[sweep.label]), key)
         fgs_frame = pd.concat(fgs_frames, ignore_index=True) if fgs_frames else pd.DataFrame(
             columns=["depth", "players", "state_id", "position", "value"])
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame, {"game": cfg.name})

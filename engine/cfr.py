@@ -602,6 +602,14 @@ class HandSolver:
         self.avg_den = 0.0
         self.avg_start = self.iterations
 
+    def forget_profile(self) -> None:
+        """Drop the certified profile and what was kept from its evaluation (gains, decision margins,
+        jam chances, depth-2 sums), keeping the regrets: a solver that goes on to the same hand
+        under other successor values then starts as a fresh one given these regrets would."""
+        self.solution = self.gains = self.margins = None
+        self.jam_chances, self.borrowed_jam_chances = None, False
+        self.depth2_sums = None
+
     def copy_regrets(self, other: "HandSolver") -> None:
         """Start from ``other``'s regrets, predictions and regret weight (a hand of the same tree shape)."""
         for name in REGRET_ARRAYS:

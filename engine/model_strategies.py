@@ -24,6 +24,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -49,6 +50,11 @@ class Sweep:
     iterations: dict[int, np.ndarray]  # n -> (m,) CFR+ iterations spent in this sweep
     solvers: dict[int, list[HandSolver]]  # kept for the next sweep's warm start
     wall_s: float  # seconds spent solving its layers (when read back from a checkpoint: when they were solved)
+
+    def release(self) -> None:
+        """Drop the strategies and outcome probabilities (about 4 GiB per sweep of the 45-unit
+        5-player game) once they are stored; values, exploitability and iterations stay."""
+        self.strategies, self.order_probs = {}, {}
 
 
 def model_values(model: str, stacks: dict[int, np.ndarray], payouts: tuple[float, ...]) -> dict[int, np.ndarray]:
@@ -88,22 +94,37 @@ def warm_start(new: HandSolver, old: HandSolver, weight: float = WARM_WEIGHT) ->
     start, 1,312), 488 at weight 10, 368 at weight 2.
     """
     new.copy_regrets(old)
-    new.rescale_regrets(weight)
-    new.iterations = max(old.iterations, 1)
-    new.restart_average()  # average only the iterates against the new successor values
+    _restart(new, old.iterations, weight)
+
+
+def warm_start_in_place(solver: HandSolver, weight: float = WARM_WEIGHT) -> None:
+    """:func:`warm_start` of a solver from its own regrets, for a sweep that takes over the previous
+    sweep's solvers (which nothing needs after): the same start, without a second layer of solvers
+    in memory (a 5-player 45-unit layer's hold about 10 GiB)."""
+    solver.forget_profile()
+    _restart(solver, solver.iterations, weight)
+
+
+def _restart(solver: HandSolver, iterations: int, weight: float) -> None:
+    solver.rescale_regrets(weight)
+    solver.iterations = max(iterations, 1)
+    solver.restart_average()  # average only the iterates against the new successor values
 
 
 def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarray], gamma: float,
                 tensors: SolverTensors, warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
                 batch: int = 8, max_iterations: int = 20_000, progress: ProgressFn | None = None,
-                checkpoint: Path | None = None, keep_solvers: bool = True) -> Sweep:
+                checkpoint: Path | None = None, keep_solvers: bool = True, consume_warm: bool = False) -> Sweep:
     """Solve every state's hand to exploitability ≤ gamma ($) with successors valued by ``successor_values``.
 
     ``successor_values[n]`` is the (states, n) $ table of every layer a hand can lead to (its own
-    included). ``warm[n][s]`` (optional) is a solver whose regrets start state s. With a
-    ``checkpoint`` folder each finished layer is saved there (its solvers too when
-    ``keep_solvers``: a later sweep warm-starts from them) and a layer already saved is read back
-    instead of solved (:mod:`engine.sweep_checkpoint`).
+    included). ``warm[n][s]`` (optional) is a solver whose regrets start state s; with
+    ``consume_warm`` the sweep continues those solvers in place (:func:`warm_start_in_place`, the
+    same results) and they hold this sweep's state afterwards. ``keep_solvers``: the sweep's
+    solvers are returned (and, with a ``checkpoint``, saved) for a later sweep to warm-start
+    from; without it each state's solver is made when the state is solved and dropped after, so
+    no layer of solvers is held. With a ``checkpoint`` folder each finished layer is saved there
+    and a layer already saved is read back instead of solved (:mod:`engine.sweep_checkpoint`).
     """
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
@@ -112,14 +133,15 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
         for n, hands in sorted(layers.items()):
             saved = load_sweep_layer(checkpoint, label, n, hands, tensors) if checkpoint is not None else None
             layer = saved or _solve_sweep_layer(hands, n, successor_values, gamma, tensors, pool,
-                                                None if warm is None else warm.get(n), batch, max_iterations)
+                                                None if warm is None else warm.get(n), batch, max_iterations,
+                                                keep_solvers, consume_warm)
             if saved is None and checkpoint is not None:
                 save_sweep_layer(checkpoint, label, n, layer, keep_solvers)
             out.wall_s += layer["wall_s"]
             out.hand_values[n], out.strategies[n] = layer["values"], layer["strategies"]
             out.order_probs[n], out.exploitability[n] = layer["order_probs"], layer["exploitability"]
             out.iterations[n] = layer["iterations"]
-            if layer["solvers"] is not None:
+            if keep_solvers and layer["solvers"] is not None:
                 out.solvers[n] = layer["solvers"]
             if progress:
                 progress({"event": "sweep_layer", "label": label, "players": n, "states": len(hands),
@@ -133,33 +155,47 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
 
 def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict[int, np.ndarray], gamma: float,
                        tensors: SolverTensors, pool: SolverPool, warm: list[HandSolver] | None, batch: int,
-                       max_iterations: int) -> dict:
-    """One layer of :func:`solve_sweep`, as :func:`engine.sweep_checkpoint.load_sweep_layer` returns one."""
+                       max_iterations: int, keep_solvers: bool = True, consume_warm: bool = False) -> dict:
+    """One layer of :func:`solve_sweep`, as :func:`engine.sweep_checkpoint.load_sweep_layer` returns one
+    (``solvers`` None unless ``keep_solvers``)."""
     m = len(hands)
-    solvers = [HandSolver(h, tensors) for h in hands]
-    if warm is not None:
-        for new, old in zip(solvers, warm):
-            warm_start(new, old)
+    solvers: list[HandSolver] | None = None
+    if warm is not None and consume_warm:
+        solvers = warm
+        for solver in solvers:
+            warm_start_in_place(solver)
+    elif keep_solvers:
+        solvers = [HandSolver(h, tensors) for h in hands]
+        if warm is not None:
+            for new, old in zip(solvers, warm):
+                warm_start(new, old)
     values = np.zeros((m, n))
+    strategies: list[np.ndarray] = [np.zeros(0)] * m
     order_probs: list[np.ndarray] = [np.zeros(0)] * m
     expl = np.zeros(m)
     spent = np.zeros(m, dtype=np.int64)
 
     def work(s: int) -> None:
         ws = pool.workspace()
-        solver = solvers[s]
+        if solvers is not None:
+            solver = solvers[s]
+        else:  # made for this state and dropped once its results are taken
+            solver = HandSolver(hands[s], tensors)
+            if warm is not None:
+                warm_start(solver, warm[s])
         U = utilities(solver.hand, successor_values)
         # the first iterate is the warm start's strategy, checked for free
         e, spent[s] = solver.solve(U, gamma, ws=ws, batch=batch, delay=2 if solver.iterations == 0 else 0,
                                    max_iterations=max_iterations)
         values[s] = solver.root_values
+        strategies[s] = solver.strategy()
         order_probs[s] = solver.order_probs.copy()
         expl[s] = e
 
     t0 = time.perf_counter()
     pool.map(work, heaviest_first(hands))
-    return {"values": values, "strategies": [s.strategy() for s in solvers], "order_probs": order_probs,
-            "exploitability": expl, "iterations": spent, "wall_s": time.perf_counter() - t0, "solvers": solvers}
+    return {"values": values, "strategies": strategies, "order_probs": order_probs, "exploitability": expl,
+            "iterations": spent, "wall_s": time.perf_counter() - t0, "solvers": solvers if keep_solvers else None}
 
 
 def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> dict[int, np.ndarray]:
@@ -173,13 +209,16 @@ def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> 
 def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamma: float, tensors: SolverTensors,
                warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
                progress: ProgressFn | None = None, first: Sweep | None = None, checkpoint: Path | None = None,
-               ) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
+               on_sweep: Callable[[Sweep], None] | None = None) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
     """The D + 1 FGS sweeps and the value tables v⁰ … v^D.
 
     Returns (sweeps, values): sweeps[k] holds the strategies of model FGS-k (k = 0 is Harville)
     and values[d] = vᵈ ($ per layer), values[0] = Harville. ``first``: the Harville sweep if
-    already solved (its solvers then warm-start FGS-1). ``checkpoint``: see :func:`solve_sweep`;
-    a sweep's saved solvers are deleted once the next depth is saved.
+    already solved; FGS-1 continues its solvers in place (so nothing may need them after), as
+    each depth continues the previous one's: one layer of solvers in memory at a time.
+    ``checkpoint``: see :func:`solve_sweep`; a sweep's saved solvers are deleted once the next
+    depth is saved. ``on_sweep`` is called with each sweep this call solves (or reads back) as
+    soon as it is finished, e.g. to store its strategies and :meth:`Sweep.release` them.
     """
     values = [harville]
     sweeps: list[Sweep] = []
@@ -189,7 +228,9 @@ def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamm
             sweep = first
         else:
             sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads,
-                                progress=progress, checkpoint=checkpoint, keep_solvers=k < depth)
+                                progress=progress, checkpoint=checkpoint, keep_solvers=k < depth, consume_warm=k > 0)
+            if on_sweep is not None:
+                on_sweep(sweep)
         sweeps.append(sweep)
         warm = sweep.solvers
         if k < depth:

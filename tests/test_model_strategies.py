@@ -140,3 +140,43 @@ def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeyp
         for n in va:
             np.testing.assert_array_equal(va[n], vb[n])
     assert not list((tmp_path / "resumed").glob("*.solvers.npz"))  # FGS-2 done: no sweep warm-starts any more
+
+
+def _live_solvers() -> int:
+    import gc
+
+    from engine.cfr import HandSolver
+    gc.collect()
+    return sum(isinstance(o, HandSolver) for o in gc.get_objects())
+
+
+def test_sweeps_hold_one_layer_of_solvers_at_a_time(game, tmp_path):
+    """In the analysis' order (Harville, Weitzman and Roberts from Harville's regrets, FGS-1 … FGS-2
+    as a chain), no more solvers than the game has states are alive at any point, beyond the
+    threads' in-flight ones: Weitzman's and Roberts' are dropped state by state, each FGS depth
+    takes over the previous depth's. (Holding a second layer of them, as copies, would cost the
+    45-unit 5-player game another 10 GiB per sweep.)"""
+    _, _, stacks, layers = game
+    states = sum(len(s) for s in stacks.values())
+    base = _live_solvers()
+    seen = []
+    _all_sweeps(game, tmp_path, lambda event: seen.append(_live_solvers() - base))
+    assert len(seen) == 10 and max(seen) <= states + 2
+
+
+def test_sweeps_taking_over_solvers_match_copies(game):
+    """A sweep that continues the previous sweep's solvers in place gives, to the bit, what a sweep
+    warm-started from copies of them gives (strategies, values, iterations)."""
+    tensors, _, stacks, layers = game
+    harville = model_values("harville", stacks, PAY)
+    first = solve_sweep("harville", layers, harville, GAMMA, tensors, threads=2)
+    copied = solve_sweep("FGS-1", layers, first.hand_values, GAMMA, tensors, warm=first.solvers, threads=2)
+    in_place = solve_sweep("FGS-1", layers, first.hand_values, GAMMA, tensors, warm=first.solvers, threads=2,
+                           consume_warm=True)
+    assert in_place.solvers[3][0] is first.solvers[3][0] and copied.solvers[3][0] is not first.solvers[3][0]
+    for n in layers:
+        np.testing.assert_array_equal(copied.iterations[n], in_place.iterations[n])
+        np.testing.assert_array_equal(copied.hand_values[n], in_place.hand_values[n])
+        for a, b in zip(copied.strategies[n], in_place.strategies[n]):
+            np.testing.assert_array_equal(a, b)
+    assert sum(int(v.sum()) for v in in_place.iterations.values()) > 0

@@ -49,6 +49,22 @@ def test_failed_write_keeps_previous_rows(tmp_path):
         assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 3
 
 
+def test_frames_streamed_in_one_transaction(tmp_path):
+    """An iterable of frames is written as one replacement: all of them, or (a later one failing,
+    even one the generator had not made yet) none, the previous rows kept."""
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+        assert db.replace_rows(con, "model_examples", (_frame("a", k) for k in (2, 4)), {"game": "a"}) == 6
+        assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 6
+
+        def chunks():
+            yield _frame("a", 5)
+            yield _frame("a", 1).drop(columns=["payoff"])
+        with pytest.raises(ValueError, match="lacks columns"):
+            db.replace_rows(con, "model_examples", chunks(), {"game": "a"})
+        assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 6
+
+
 def test_constants_fill_columns(tmp_path):
     with db.session(tmp_path / "w.duckdb") as con:
         frame = _frame("x", 2).drop(columns=["game", "model"])
@@ -96,3 +112,31 @@ def test_older_warehouse_gains_new_columns_and_keeps_its_rows(tmp_path):
         row = {c: 2 for c in spec.column_names if c != "game"}
         db.replace_rows(con, "solve_log", pd.DataFrame([row]), {"game": "x"})
         assert con.execute("SELECT states_skipped FROM solve_log WHERE game = 'x'").fetchone()[0] == 2
+
+
+def test_model_strategies_round_trip_through_the_warehouse(tmp_path, monkeypatch):
+    """A sweep's strategies written as `model_nodes` rows, frame by frame, read back as they were:
+    every state's (nodes × 169) array, states without a decision included."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import assets.model_analysis as analysis
+    from assets.ex_post import read_strategies
+    from engine.model_strategies import Sweep
+
+    monkeypatch.setattr(analysis, "NODE_ROW_STATES", 2)  # 3 frames for 5 states
+    rng = np.random.default_rng(0)
+    sizes = [3, 0, 1, 4, 2]
+    strategies = [rng.random((k, 169)) for k in sizes]
+    hands = [SimpleNamespace(node_actor=np.arange(k) % 3) for k in sizes]
+    sweep = Sweep("weitzman", {}, {3: strategies}, {}, {}, {3: np.zeros(5, np.int64)}, {}, 0.0)
+    with db.session(tmp_path / "w.duckdb") as con:
+        frames = analysis._node_rows(sweep, {3: hands})
+        assert db.replace_rows(con, "model_nodes", frames, {"game": "g", "model": "weitzman"}) == sum(sizes)
+        back = read_strategies(con, "g", 3, len(sizes), "weitzman")
+        actors = con.execute("SELECT actor FROM model_nodes ORDER BY state_id, node").fetchnumpy()["actor"]
+    assert [b.shape for b in back] == [(k, 169) for k in sizes]
+    for a, b in zip(strategies, back):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(actors, np.concatenate([h.node_actor for h in hands]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -94,38 +94,43 @@ def _missing_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str
             for col in spec.columns if (spec.name, col.name) not in have]
 
 
-def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
+def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | Iterable[pd.DataFrame],
                  key: Mapping[str, Any] | None = None, constants: Mapping[str, Any] | None = None) -> int:
     """Atomically replace the rows of ``table`` matching ``key`` (all rows if no key) with ``frame``.
 
     ``frame`` holds the table's columns (order is taken from the schema); columns in ``constants``
     (and key columns the frame lacks) are filled with one value for every row, which keeps large
-    frames free of repeated strings. Returns the number of rows written.
+    frames free of repeated strings. ``frame`` may also be an iterable of such frames, inserted
+    one after the other in the same transaction, so a large table never has to be one frame in
+    memory. Returns the number of rows written.
     """
     spec = TABLES[table]
     key = dict(key or {})
-    constants = {**{k: v for k, v in key.items() if k not in frame.columns}, **(constants or {})}
-    missing = set(spec.column_names) - set(frame.columns) - set(constants)
-    if missing:
-        raise ValueError(f"{table}: frame lacks columns {sorted(missing)}")
-    for k in [*key, *constants]:
+    for k in [*key, *(constants or {})]:
         if k not in spec.column_names:
             raise ValueError(f"{table}: column {k!r} is not in the table")
-    data = frame[[c for c in spec.column_names if c not in constants]]
-    select = ", ".join("?" if c in constants else c for c in spec.column_names)
+    frames = [frame] if isinstance(frame, pd.DataFrame) else frame
     where = " AND ".join(f"{k} = ?" for k in key) or "TRUE"
+    written = 0
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
-        con.register("_incoming", data)
-        con.execute(f"INSERT INTO {table} ({', '.join(spec.column_names)}) SELECT {select} FROM _incoming",
-                    [constants[c] for c in spec.column_names if c in constants])
-        con.unregister("_incoming")
+        for part in frames:
+            fixed = {**{k: v for k, v in key.items() if k not in part.columns}, **(constants or {})}
+            missing = set(spec.column_names) - set(part.columns) - set(fixed)
+            if missing:
+                raise ValueError(f"{table}: frame lacks columns {sorted(missing)}")
+            select = ", ".join("?" if c in fixed else c for c in spec.column_names)
+            con.register("_incoming", part[[c for c in spec.column_names if c not in fixed]])
+            con.execute(f"INSERT INTO {table} ({', '.join(spec.column_names)}) SELECT {select} FROM _incoming",
+                        [fixed[c] for c in spec.column_names if c in fixed])
+            con.unregister("_incoming")
+            written += len(part)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return len(data)
+    return written
 
 
 def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = None) -> str:
