@@ -28,7 +28,7 @@ from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import UnitCheckpoint, game_key, rows_digest
-from assets.solve import LAYER_ASSETS, checkpoint_dir, equilibrium_tensors
+from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver, Workspace
 from engine.config import GameConfig
@@ -67,11 +67,6 @@ def _game_layers(cfg: GameConfig) -> tuple[dict[int, np.ndarray], dict]:
     for n in range(2, cfg.players + 1):
         stacks[n], layers[n] = compile_layer(cfg.units, n, cfg.payouts)
     return stacks, layers
-
-
-NODE_ROW_STATES = 2_000
-"""States per frame of `model_nodes` rows (at most 65 MB of strategies for 5-player states): a
-sweep's rows are written frame by frame in one transaction, never as one copy of the whole sweep."""
 
 
 def _node_rows(sweep: Sweep, layers: dict) -> Iterator[pd.DataFrame]:

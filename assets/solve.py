@@ -7,6 +7,7 @@ probabilities of its layer. Layers above the game's player count report that the
 """
 
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 
 import dagster as dg
@@ -66,6 +67,24 @@ def _lower(con, cfg: GameConfig, n: int, table: str, column: str, places: int | 
     return {k: read_layer_table(con, cfg, k, table, column, places=places) for k in range(2, n)}
 
 
+NODE_ROW_STATES = 2_000
+"""States per frame of node rows (`equilibrium_nodes`, `model_nodes`; at most 65 MB of strategies
+for 5-player states): a layer's rows are written frame by frame in one transaction, never as one
+copy of the whole layer (3 million rows for the 45-unit 5-player layer)."""
+
+
+def _node_rows(cfg: GameConfig, sol: LayerSolution) -> Iterator[pd.DataFrame]:
+    names = position_names(sol.players)
+    for lo in range(0, len(sol.stacks), NODE_ROW_STATES):
+        nodes = []
+        for s in range(lo, min(lo + NODE_ROW_STATES, len(sol.stacks))):
+            tree = hand_tree(tuple(int(x) for x in sol.stacks[s]), cfg.payouts)
+            for k, node in enumerate(tree.nodes):
+                nodes.append((s, k, node.actor, names[node.actor], [names[j] for j in node.jammers_before],
+                              sol.strategy[s][k]))
+        yield pd.DataFrame(nodes, columns=["state_id", "node", "actor", "actor_name", "jammed_before", "jam"])
+
+
 def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray) -> dict:
     """Write one solved layer's tables (each in one transaction); returns row counts."""
     n, m = sol.players, len(sol.stacks)
@@ -74,15 +93,7 @@ def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray)
     rows = {}
     rows["equilibrium_values"] = db.replace_rows(con, "equilibrium_values", pd.DataFrame(
         {"state_id": sid.ravel(), "position": pos.ravel(), "value": sol.values.ravel()}), key)
-    names = position_names(n)
-    nodes = []
-    for s, stacks in enumerate(sol.stacks):
-        tree = hand_tree(tuple(int(x) for x in stacks), cfg.payouts)
-        for k, node in enumerate(tree.nodes):
-            nodes.append((s, k, node.actor, names[node.actor], [names[j] for j in node.jammers_before],
-                          sol.strategy[s][k]))
-    rows["equilibrium_nodes"] = db.replace_rows(con, "equilibrium_nodes", pd.DataFrame(
-        nodes, columns=["state_id", "node", "actor", "actor_name", "jammed_before", "jam"]), key)
+    rows["equilibrium_nodes"] = db.replace_rows(con, "equilibrium_nodes", _node_rows(cfg, sol), key)
     rows["state_quality"] = db.replace_rows(con, "state_quality", pd.DataFrame(
         {"state_id": np.arange(m), "exploitability": sol.exploitability, "cfr_iterations": sol.iterations}), key)
     log = pd.DataFrame(sol.log).drop(columns=["players"])

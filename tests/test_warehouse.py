@@ -140,3 +140,38 @@ def test_model_strategies_round_trip_through_the_warehouse(tmp_path, monkeypatch
     for a, b in zip(strategies, back):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(actors, np.concatenate([h.node_actor for h in hands]))
+
+
+def test_equilibrium_node_rows_frame_by_frame(tmp_path, monkeypatch):
+    """A solved layer's `equilibrium_nodes` rows, written a few states per frame, hold every state's
+    strategy and the nodes' actors as the hand tree has them."""
+    import numpy as np
+
+    import assets.solve as solve
+    from assets.ex_post import read_strategies
+    from engine.cfr import SolverTensors
+    from engine.config import profile
+    from engine.hand import hand_tree
+    from engine.rollout import build_pair_table, build_triple_table
+    from engine.showdown import showdown_tensors
+    from engine.tournament import solve_layer
+
+    cfg = profile("quick")
+    tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=2, seed=1),
+                                             build_triple_table("sampled", samples=2, seed=1)))
+    lower = {2: solve_layer(6, 2, cfg.payouts, 1e-2, tensors, {}, threads=2).values}
+    sol = solve_layer(6, 3, cfg.payouts, 1e-2, tensors, lower, threads=2)
+    monkeypatch.setattr(solve, "NODE_ROW_STATES", 3)
+    with db.session(tmp_path / "w.duckdb") as con:
+        written = db.replace_rows(con, "equilibrium_nodes", solve._node_rows(cfg, sol), {"game": cfg.name, "players": 3})
+        back = read_strategies(con, cfg.name, 3, len(sol.stacks))
+        names = con.execute("SELECT state_id, node, actor_name, jammed_before FROM equilibrium_nodes "
+                            "ORDER BY state_id, node").fetchall()
+    assert written == sum(len(x) for x in sol.strategy) == len(names)
+    for a, b in zip(sol.strategy, back):
+        np.testing.assert_array_equal(a, b)
+    positions = solve.position_names(3)
+    for state_id, node, actor_name, jammed_before in names:
+        tree_node = hand_tree(tuple(int(x) for x in sol.stacks[state_id]), cfg.payouts).nodes[node]
+        assert actor_name == positions[tree_node.actor]
+        assert jammed_before == [positions[j] for j in tree_node.jammers_before]
