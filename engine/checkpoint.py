@@ -161,8 +161,11 @@ def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: 
     return path
 
 
-def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None) -> np.ndarray:
-    """Put the records in ``data`` back into their solvers (and ledger); returns their state indices."""
+def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, profiles: bool = True) -> np.ndarray:
+    """Put the records in ``data`` back into their solvers (and ledger); returns their state indices.
+
+    Without ``profiles`` only the regrets, predictions and clocks are restored (not the certified
+    profiles, their gains and decision margins): enough for a warm start, in about half the memory."""
     states = data["states"] if "states" in data else np.arange(len(solvers))
     sizes = np.array([len(solvers[s].hand.node_actor) for s in states])
     if len(sizes) != len(data["sizes"]) or not np.array_equal(sizes, data["sizes"]):
@@ -172,10 +175,10 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None) -> n
         whole = data[name]
         for i, s in enumerate(states):
             getattr(solvers[s], name)[:] = whole[offsets[i]:offsets[i + 1]]
-    has_solution = data["has_solution"] if "has_solution" in data else np.zeros(len(states), bool)
+    has_solution = data["has_solution"] if "has_solution" in data and profiles else np.zeros(len(states), bool)
     solution = data["solution"] if has_solution.any() else None
-    solver_gains = data["solver_gains"] if "solver_gains" in data else None
-    has_margins = data["has_margins"] if "has_margins" in data else np.zeros(len(states), bool)
+    solver_gains = data["solver_gains"] if "solver_gains" in data and profiles else None
+    has_margins = data["has_margins"] if "has_margins" in data and profiles else np.zeros(len(states), bool)
     advantage = data["margin_advantage"] if has_margins.any() else None
     mass = data["margin_mass"] if has_margins.any() else None
     m_off = np.concatenate([[0], np.cumsum(np.where(has_margins, sizes, 0))])
@@ -204,13 +207,14 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None) -> n
     return states
 
 
-def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger | None = None
-               ) -> tuple[np.ndarray, list[dict], int, bool]:
-    """(values, log, outer iterations done, finished) from ``layer{n}.npz``, its records put back."""
+def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger | None = None,
+               profiles: bool = True) -> tuple[np.ndarray, list[dict], int, bool]:
+    """(values, log, outer iterations done, finished) from ``layer{n}.npz``, its records put back
+    (without ``profiles``: only what a warm start needs, see :func:`restore_records`)."""
     path = layer_path(folder, n)
     data = np.load(path)
     try:
-        restore_records(data, solvers, ledger)
+        restore_records(data, solvers, ledger, profiles)
     except ValueError as exc:
         raise ValueError(f"checkpoint {path}: {exc}") from None
     if ledger is not None and "V_at_keys" in data:

@@ -180,3 +180,35 @@ def test_sweeps_taking_over_solvers_match_copies(game):
         for a, b in zip(copied.strategies[n], in_place.strategies[n]):
             np.testing.assert_array_equal(a, b)
     assert sum(int(v.sum()) for v in in_place.iterations.values()) > 0
+
+
+def test_equilibrium_solvers_restore_only_what_a_warm_start_reads(game, tmp_path):
+    """From a solve checkpoint, the warm-start solvers get the final regrets, predictions and clocks
+    (as a full restore has them) but no certified profiles or margins, and a Harville sweep started
+    from them equals one started from fully restored solvers, to the bit."""
+    from engine.checkpoint import load_layer
+    from engine.cfr import REGRET_ARRAYS, HandSolver
+    from engine.model_strategies import equilibrium_solvers
+    from engine.tournament import solve_layer
+
+    tensors, _, stacks, layers = game
+    lower = {}
+    for n in layers:
+        lower[n] = solve_layer(UNITS, n, PAY, GAMMA, tensors, dict(lower), threads=2, checkpoint=tmp_path).values
+    light = equilibrium_solvers(layers, tensors, tmp_path)
+    full = {n: [HandSolver(h, tensors) for h in hands] for n, hands in layers.items()}
+    for n in layers:
+        load_layer(tmp_path, n, full[n])
+        assert any(s.solution is not None for s in full[n]) and any(s.margins is not None for s in full[n])
+        for a, b in zip(light[n], full[n]):
+            assert a.solution is None and a.margins is None and a.gains is None
+            assert (a.iterations, a.regret_weight) == (b.iterations, b.regret_weight)
+            for name in REGRET_ARRAYS:
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    harville = model_values("harville", stacks, PAY)
+    one = solve_sweep("harville", layers, harville, GAMMA, tensors, warm=light, threads=2, consume_warm=True)
+    two = solve_sweep("harville", layers, harville, GAMMA, tensors, warm=full, threads=2, consume_warm=True)
+    for n in layers:
+        np.testing.assert_array_equal(one.iterations[n], two.iterations[n])
+        for a, b in zip(one.strategies[n], two.strategies[n]):
+            np.testing.assert_array_equal(a, b)
