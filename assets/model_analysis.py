@@ -101,7 +101,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     stacks, layers = _game_layers(cfg)
     folder = sweep_checkpoint_dir(cfg)
     warm = None
-    if sweep_saved(folder, "harville", list(layers)):  # read back: no warm start (nor 14 GiB of thesis regrets) needed
+    if sweep_saved(folder, "harville", list(layers)):  # read back: no warm start (nor 7 GiB of thesis regrets) needed
         warm_start = "none needed (the Harville sweep is read back)"
     else:
         warm = equilibrium_solvers(layers, tensors, checkpoint_dir(cfg))

@@ -54,7 +54,7 @@ def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand]
     """The saved layer of sweep ``label``, None if absent: values, strategies, order_probs,
     exploitability, iterations, wall_s, and ``solvers``: the layer's solvers with their saved
     regrets while the sweep's solvers are kept, else None (none are built then: a 5-player layer's
-    solvers hold about 14 GiB)."""
+    solvers hold about 10 GiB)."""
     results, solver_file = _paths(folder, label, n)
     if not results.exists():
         return None
