@@ -16,7 +16,7 @@ from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
-from engine.states import enumerate_states
+from engine.states import n_states
 from engine.tournament import compile_layer
 from warehouse import db
 
@@ -74,7 +74,7 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
         done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"equilibrium": equilibrium_fingerprint(con, cfg.name)})
         kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
                            [cfg.name, PROFILE]).fetchone()[0]
-    expected = sum(n * len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1))
+    expected = sum(n * n_states(cfg.units, n) for n in range(2, cfg.players + 1))
     record = done.load(PROFILE) if kept == expected else None
     if record is not None:
         context.log.info(f"the nemesis values of this equilibrium are in the warehouse already ({kept} rows)")

@@ -142,12 +142,10 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     del warm
     store(harville)
     others = []
-    for model in MODELS:
-        if model != "harville":
-            others.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                                      warm=harville.solvers, progress=progress, checkpoint=folder,
-                                      keep_solvers=False))
-            store(others[-1])
+    for model in [m for m in MODELS if m != "harville"]:
+        others.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
+                                  warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False))
+        store(others[-1])
     fgs, values = fgs_sweeps(layers, harville_values, cfg.fgs_depth, cfg.gamma, tensors, progress=progress,
                              first=harville, checkpoint=folder, on_sweep=store)
     sweeps: list[Sweep] = [*fgs, *others]

@@ -238,6 +238,24 @@ class _KilledAfter:
         self.armed, self.calls = False, 0
 
 
+def _interrupted_after_two(tiny_build, tmp_path, monkeypatch, module, name: str, asset):
+    """A copy of the tiny build with its model strategies materialized, then ``asset`` killed after
+    two calls of ``module.name``. Returns (warehouse, resources, instance, the stand-in, disarmed and
+    left in place to count the rerun's calls)."""
+    import dagster as dg
+
+    import assets.model_analysis as analysis
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
+    killed = _KilledAfter(getattr(module, name), 2)
+    monkeypatch.setattr(module, name, killed)
+    assert not dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False).success
+    killed.disarm()
+    return warehouse, resources, instance, killed
+
+
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
     """ex_post_models killed after two models: a rerun, model sweeps included (read back, or solved
     again), checks only the others (the first two are kept: the sweeps came out the same) and the
@@ -248,14 +266,8 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
 
     import assets.model_analysis as analysis
 
-    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
-    instance = dg.DagsterInstance.ephemeral()
-    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
-    checked = _KilledAfter(analysis.ex_post, 2)
-    monkeypatch.setattr(analysis, "ex_post", checked)
-    assert not dg.materialize([analysis.ex_post_models], instance=instance, resources=resources,
-                              raise_on_error=False).success
-    checked.disarm()
+    warehouse, resources, instance, checked = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, analysis,
+                                                                     "ex_post", analysis.ex_post_models)
     # `./lab build` again: every model sweep is read back from .cache/models ...
     result = dg.materialize([analysis.model_strategies], instance=instance, resources=resources)
     read_back = result.asset_materializations_for_node("model_strategies")[0].metadata["layers_read_back"]
@@ -284,17 +296,10 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
     import dagster as dg
 
-    import assets.model_analysis as analysis
     import assets.simulation as simulation
 
-    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
-    instance = dg.DagsterInstance.ephemeral()
-    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
-    played = _KilledAfter(simulation.simulate_against, 2)
-    monkeypatch.setattr(simulation, "simulate_against", played)
-    assert not dg.materialize([simulation.simulations], instance=instance, resources=resources,
-                              raise_on_error=False).success
-    played.disarm()
+    warehouse, resources, instance, played = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, simulation,
+                                                                    "simulate_against", simulation.simulations)
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
     assert played.calls == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
     queries = ["SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' ORDER BY model, hero_position",
