@@ -540,6 +540,23 @@ Halves the regrets: 45-unit 5-player layer, 134 → 80 KiB per state between sol
 
 
 REGRET_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
+
+STALL_ITERATIONS = 512
+"""CFR+ iterations after which a solve that no profile has certified yet (no iterate within the
+target, nor the average at its checks) is taken to have stalled and drops the regret discount.
+
+Found in the 45-unit 4-player layer (2026-11-25, sampled tables): the state (4, 17, 19, 5) at
+the values of the solve's 23rd outer iteration, target $0.00032, had its iterate cycling at about
+$0.0035 and its average stuck at $0.00085–0.001 from iteration 500 to 20,000 (the cap), so the
+layer spent 20,000 iterations on it in every outer iteration and could never end. Without the
+discount (predictions kept) the same hand solved cold has its average at $0.0002 after 1,000
+iterations and $0.00006 after 2,000; continuing the stalled solver undiscounted from its
+regrets as they are did not help (still $0.0008 after 3,000 more), from its regrets scaled to 2
+iterations' worth and a fresh average it reached $0.00008 after 1,500 more. Typical solves take
+tens of iterations (a few hundred at most), so they never reach this point."""
+
+STALL_RESTART_WEIGHT = 2.0
+"""Iterations' worth of regret a stalled solve keeps when it drops the discount (see above)."""
 """A :class:`HandSolver`'s (nodes × 169) regret state: what a warm start copies and a checkpoint keeps."""
 
 
@@ -566,6 +583,12 @@ class HandSolver:
     states 735 iterations undiscounted, 207 linear (weights s^1.5: 343 via DCFR's t^1.5/(t^1.5 + 1)
     factor; s^2: 440; s^3: 426; constant factor 0.9: 480); 8 four-player states 1,307
     undiscounted, 498 linear (s^0.5: 481, s^1.5: 446, but those lose on three players).
+
+    These are multi-player general-sum games, where no CFR variant is guaranteed to approach a
+    Nash equilibrium, and a few hands stall with the discount: neither the iterate nor the
+    average gets within the target. So a solve not certified after :data:`STALL_ITERATIONS`
+    goes on without the discount, from its regrets scaled down to :data:`STALL_RESTART_WEIGHT`
+    iterations' worth and a fresh average (see :meth:`solve`).
     """
 
     def __init__(self, hand: CompiledHand, tensors: SolverTensors):
@@ -781,7 +804,7 @@ class HandSolver:
         return self.solution if self.solution is not None else self.average_strategy()
 
     def iterate(self, U: np.ndarray, iterations: int, delay: int = 0, ws: Workspace | None = None,
-                target: float | None = None) -> float:
+                target: float | None = None, discounted: bool = True) -> float:
         """Up to ``iterations`` predictive CFR+ iterations against utilities U; averaging skips the first ``delay``.
 
         An iteration's counterfactual values are those of its iterate, so the iterate's
@@ -801,7 +824,8 @@ class HandSolver:
         avg = self.avg_num if self.avg_num is not None else np.zeros((len(h.node_actor), NC))
         clock = np.array([self.iterations, self.regret_weight, self.avg_start, self.avg_den], np.float64)
         certified, e, gains, sigma = cfr_plus_iterations(
-            iterations, delay, np.inf if target is None else float(target), target is not None, self.regret_jam,
+            iterations, delay, np.inf if target is None else float(target), target is not None, discounted,
+            self.regret_jam,
             self.regret_fold, self.pred_jam, self.pred_fold, avg, clock, h.node_actor, h.n_players,
             ws.cf_fold[:len(h.node_actor)], ws.cf_jam[:len(h.node_actor)], head, tail)
         self.iterations, self.regret_weight, self.avg_den = int(clock[0]), float(clock[1]), float(clock[3])
@@ -824,17 +848,20 @@ class HandSolver:
         average checked every 8 iterations, it won 8 of 3,846 solves) and sparser, so cheaper to
         evaluate downstream. The average is the fallback for hands whose iterates keep cycling;
         checking it costs a pass over a dense profile and breaks the incremental three-way
-        showdown sums of the next iterate, hence the doubling schedule. The certified profile is
-        kept as :attr:`solution` and left evaluated (with outcome probabilities) in the workspace.
+        showdown sums of the next iterate, hence the doubling schedule. A solve with no profile
+        within target at the check after :data:`STALL_ITERATIONS` has stalled and goes on without
+        the regret discount. The certified profile is kept as :attr:`solution` and left evaluated
+        (with outcome probabilities) in the workspace.
         """
         start = self.iterations
         self.solution = None
         next_average = 4 * batch
         budget = -(-max_iterations // batch) * batch  # whole batches, as if run batch by batch
+        discounted = True
         while self.iterations - start < max_iterations:
             # every iterate is checked as it comes, so the batches up to the next average check run as one call
             e = self.iterate(U, min(next_average, budget) - (self.iterations - start), delay=delay, ws=ws,
-                             target=target)
+                             target=target, discounted=discounted)
             if self.solution is not None:
                 break  # an iterate: evaluated (gains, outcome probabilities) by the iteration itself
             if self.iterations - start < next_average:
@@ -845,6 +872,10 @@ class HandSolver:
             if e <= target:
                 self.solution, self.gains = average, gains
                 break
+            if discounted and self.iterations - start >= STALL_ITERATIONS:
+                discounted = False  # stalled (see STALL_ITERATIONS): undiscounted from a light start
+                self.rescale_regrets(STALL_RESTART_WEIGHT)
+                self.restart_average()
         if self.solution is None:
             self.solution = self.average_strategy()
             e, self.gains = self.exploitability(U, sigma=self.solution, ws=ws)
@@ -864,8 +895,8 @@ class HandSolver:
 
 
 @nb.njit(cache=True, nogil=True)
-def cfr_plus_iterations(iterations, delay, target, has_target, regret_jam, regret_fold, pred_jam, pred_fold, avg_num,
-                        clock, node_actor, n_players, cf_fold, cf_jam, pass_head, pass_tail):
+def cfr_plus_iterations(iterations, delay, target, has_target, discounted, regret_jam, regret_fold, pred_jam, pred_fold,
+                        avg_num, clock, node_actor, n_players, cf_fold, cf_jam, pass_head, pass_tail):
     """Up to ``iterations`` predictive CFR+ iterations (see :meth:`HandSolver.iterate`), compiled whole.
 
     ``clock`` holds the solver's [iterations, regret_weight, avg_start, avg_den] and is advanced
@@ -873,6 +904,7 @@ def cfr_plus_iterations(iterations, delay, target, has_target, regret_jam, regre
     exploitability ($) is measured from its own pass and the loop stops after the first within
     ``target``. ``pass_head`` and ``pass_tail`` are :func:`hand_pass`'s arguments before and
     after sigma; the pass fills ``cf_fold`` and ``cf_jam`` (K × 169, views of its buffers).
+    Without ``discounted`` the regrets are summed as they come (see :data:`STALL_ITERATIONS`).
     Returns (certified, exploitability of the last iterate or inf, its gains per player, the
     last iterate).
     """
@@ -886,7 +918,7 @@ def cfr_plus_iterations(iterations, delay, target, has_target, regret_jam, regre
         if has_target:
             gains = exploitability_from_cf(sigma, cf_fold, cf_jam, node_actor, n_players)
             e = gains.max() if gains.shape[0] else 0.0
-        discount = (clock[1] + 1.0) / (clock[1] + 2.0)
+        discount = (clock[1] + 1.0) / (clock[1] + 2.0) if discounted else 1.0
         cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, discount)
         clock[0] += 1.0
         clock[1] += 1.0

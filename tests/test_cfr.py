@@ -583,6 +583,50 @@ def test_regrets_are_discounted_linearly(tensors):
         np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
 
 
+def test_undiscounted_iterations_sum_regrets_as_they_come(tensors):
+    """With ``discounted=False`` (a stalled solve, see STALL_ITERATIONS) iteration t adds its
+    regrets to the sum as it is (floored at zero), while the regret weight still counts: replayed in
+    plain numpy, after three discounted iterations."""
+    payouts = (50.0, 30.0, 20.0)
+    tree, hand, solver, ev = make_case((12, 14, 19), tensors, payouts)
+    U = utilities(hand, harville_values(45, 3, payouts))
+    R = np.zeros((2,) + solver.regret_jam.shape)
+    for t in range(1, 8):
+        sigma = solver.current_strategy()
+        _, cf_fold, cf_jam, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U)
+        diff = cf_jam - cf_fold
+        factor = t / (t + 1) if t <= 3 else 1.0
+        R = np.maximum(R * factor + np.stack([(1 - sigma) * diff, -sigma * diff]), 0.0)
+        solver.iterate(U, 1, discounted=t <= 3)
+        assert solver.regret_weight == t
+        np.testing.assert_allclose(solver.regret_jam, R[0], rtol=1e-5, atol=1e-9)
+        np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
+
+
+def test_a_stalled_solve_drops_the_discount_and_is_certified():
+    """The 45-unit state (4, 17, 19, 5) at the successor values of a layer solve's 23rd outer
+    iteration (tests/data/stalled_hand_utilities.npy, $ per terminal, order and seat), with the
+    sampled tables that solve used: with the discounted regrets alone its average stays near
+    $0.0009 and its iterate cycles near $0.0035 up to the 20,000-iteration cap, so the layer could
+    never end. After STALL_ITERATIONS it goes on undiscounted and gets within $0.00032 in about
+    1,100 iterations; a fresh evaluation of the certified profile confirms it."""
+    from pathlib import Path
+
+    from engine.cfr import STALL_ITERATIONS
+
+    U = np.load(Path(__file__).parent / "data" / "stalled_hand_utilities.npy")
+    sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
+                          build_triple_table("sampled", samples=4, seed=1))
+    hand = compile_hand((4, 17, 19, 5), (50.0, 30.0, 20.0), state_index)
+    assert U.shape == (len(hand.term_kind), 6, 4)
+    solver = HandSolver(hand, SolverTensors(sd))
+    target = 3.16e-4
+    e, its = solver.solve(U, target, delay=2, max_iterations=1_500)
+    assert e <= target and STALL_ITERATIONS < its <= 1_500
+    check, gains = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
+    assert check == pytest.approx(e, rel=1e-9) and check <= target
+
+
 @pytest.mark.parametrize("stacks", [(10, 15, 20), (10, 12, 11, 12)])
 def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors, stacks):
     """A layer solve keeps each state's depth-2 counterfactual sums in outcome space
