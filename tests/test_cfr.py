@@ -565,39 +565,23 @@ def test_kept_margins_are_advantages_and_reach_masses(tensors, stacks):
     assert mass.max() > 0
 
 
-def test_regrets_are_discounted_linearly(tensors):
+@pytest.mark.parametrize("discounted_until", [None, 3])
+def test_regrets_are_discounted_linearly(tensors, discounted_until):
     """Iteration t multiplies the regrets by t/(t + 1) before adding its own (floored at zero), t counted by
-    the regret weight: replayed in plain numpy from the pass's counterfactual values."""
-    payouts = (50.0, 30.0, 20.0)
-    tree, hand, solver, ev = make_case((12, 14, 19), tensors, payouts)
-    U = utilities(hand, harville_values(45, 3, payouts))
-    R = np.zeros((2,) + solver.regret_jam.shape)
-    for t in range(1, 7):
-        sigma = solver.current_strategy()
-        _, cf_fold, cf_jam, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U)
-        diff = cf_jam - cf_fold
-        R = np.maximum(R * t / (t + 1) + np.stack([(1 - sigma) * diff, -sigma * diff]), 0.0)
-        solver.iterate(U, 1)
-        assert solver.regret_weight == t
-        np.testing.assert_allclose(solver.regret_jam, R[0], rtol=1e-5, atol=1e-9)
-        np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
-
-
-def test_undiscounted_iterations_sum_regrets_as_they_come(tensors):
-    """With ``discounted=False`` (a stalled solve, see STALL_ITERATIONS) iteration t adds its
-    regrets to the sum as it is (floored at zero), while the regret weight still counts: replayed in
-    plain numpy, after three discounted iterations."""
+    the regret weight; with ``discounted=False`` (a stalled solve, see STALL_ITERATIONS), here after
+    three discounted iterations, it adds them to the sum as it is while the weight still counts.
+    Replayed in plain numpy from the pass's counterfactual values."""
     payouts = (50.0, 30.0, 20.0)
     tree, hand, solver, ev = make_case((12, 14, 19), tensors, payouts)
     U = utilities(hand, harville_values(45, 3, payouts))
     R = np.zeros((2,) + solver.regret_jam.shape)
     for t in range(1, 8):
+        discounted = discounted_until is None or t <= discounted_until
         sigma = solver.current_strategy()
         _, cf_fold, cf_jam, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U)
         diff = cf_jam - cf_fold
-        factor = t / (t + 1) if t <= 3 else 1.0
-        R = np.maximum(R * factor + np.stack([(1 - sigma) * diff, -sigma * diff]), 0.0)
-        solver.iterate(U, 1, discounted=t <= 3)
+        R = np.maximum(R * (t / (t + 1) if discounted else 1.0) + np.stack([(1 - sigma) * diff, -sigma * diff]), 0.0)
+        solver.iterate(U, 1, discounted=discounted)
         assert solver.regret_weight == t
         np.testing.assert_allclose(solver.regret_jam, R[0], rtol=1e-5, atol=1e-9)
         np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
