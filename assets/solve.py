@@ -168,6 +168,11 @@ def _layer_asset(n: int, previous):
             elif event["event"] == "resumed_states":
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
                                  f"{event['states']} states already done before the interrupt")
+            elif event["event"] == "uncertified":
+                context.log.warning(f"{n}-player layer, outer iteration {event['outer_iteration']}: the hand at "
+                                    f"stacks {event['stacks']} is still {event['exploitability']:.2e} $ exploitable "
+                                    f"after {event['cfr_iterations']} CFR+ iterations (target "
+                                    f"{event['target']:.1e} $); it is solved on in the next outer iteration")
             elif event["event"] == "block_saved":
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: checkpoint of "
                                  f"{event['states']} more states ({event['done']} done), {event['wall_s']:.0f} s")

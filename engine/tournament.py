@@ -633,6 +633,10 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     e, its = solver.solve(U, slack * target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                           max_iterations=max_iterations)
                     ledger.gains[s] = solver.gains
+                    if e > slack * target and progress:  # the iteration cap, even after the stall fallback
+                        progress({"event": "uncertified", "players": n, "outer_iteration": outer + 1,
+                                  "stacks": [int(x) for x in stacks[s]], "exploitability": float(e),
+                                  "target": float(target), "cfr_iterations": int(its)})
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 if keep_jam_chances:
                     solver.keep_jam_chances(ws)

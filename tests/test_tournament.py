@@ -585,3 +585,20 @@ def test_solver_pool_yields_results_in_item_order(items, threads):
     finally:
         pool.close()
     assert out == [x * x for x in range(items)]
+
+
+def test_a_hand_left_above_target_at_the_iteration_cap_is_reported(tiny_tensors, solved):
+    """A solve that runs out of CFR+ iterations leaves its state above the target; the layer says so
+    (an "uncertified" progress event: stacks, exploitability, iterations) instead of silently
+    re-solving it in every outer iteration. Forced here with a cap of one batch of 8 iterations."""
+    events: list[dict] = []
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1, max_outer=1,
+                        max_iterations=8, loose=False, progress=events.append)
+    left = [e for e in events if e["event"] == "uncertified"]
+    assert left, "no state hit the cap"
+    for e in left:
+        s = next(i for i, st in enumerate(layer.stacks.tolist()) if st == e["stacks"])
+        assert e["exploitability"] > e["target"] == GAMMA / 100 and e["cfr_iterations"] == 8
+        assert layer.exploitability[s] == pytest.approx(e["exploitability"])
+    above = {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > GAMMA / 100}
+    assert above <= {tuple(e["stacks"]) for e in left}  # every state left above the target is reported
