@@ -540,15 +540,17 @@ Halves the regrets: 45-unit 5-player layer, 134 → 80 KiB per state between sol
 
 
 REGRET_ARRAYS = ("regret_jam", "regret_fold", "pred_jam", "pred_fold")
+"""A :class:`HandSolver`'s (nodes × 169) regret state: what a warm start copies and a checkpoint keeps."""
 
 STALL_ITERATIONS = 512
 """CFR+ iterations after which a solve that no profile has certified yet (no iterate within the
 target, nor the average at its checks) is taken to have stalled and drops the regret discount.
 
 Found in the 45-unit 4-player layer (2026-11-25, sampled tables): the state (4, 17, 19, 5) at
-the values of the solve's 23rd outer iteration, target $0.00032, had its iterate cycling at about
-$0.0035 and its average stuck at $0.00085–0.001 from iteration 500 to 20,000 (the cap), so the
-layer spent 20,000 iterations on it in every outer iteration and could never end. Without the
+the values of the solve's 23rd outer iteration, target $0.00032. Solved cold, its iterate cycled
+at $0.003–0.004 and its average stayed at $0.00085–0.001 from iteration 500 to 10,000; in the
+layer it ran into the cap of 20,000 iterations at $0.00095 in every outer iteration from the
+18th on, so the layer could never have ended. Without the
 discount (predictions kept) the same hand solved cold has its average at $0.0002 after 1,000
 iterations and $0.00006 after 2,000; continuing the stalled solver undiscounted from its
 regrets as they are did not help (still $0.0008 after 3,000 more), from its regrets scaled to 2
@@ -557,7 +559,6 @@ tens of iterations (a few hundred at most), so they never reach this point."""
 
 STALL_RESTART_WEIGHT = 2.0
 """Iterations' worth of regret a stalled solve keeps when it drops the discount (see above)."""
-"""A :class:`HandSolver`'s (nodes × 169) regret state: what a warm start copies and a checkpoint keeps."""
 
 
 class HandSolver:

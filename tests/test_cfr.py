@@ -607,7 +607,7 @@ def test_a_stalled_solve_drops_the_discount_and_is_certified():
     target = 3.16e-4
     e, its = solver.solve(U, target, delay=2, max_iterations=1_500)
     assert e <= target and STALL_ITERATIONS < its <= 1_500
-    check, gains = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
+    check, _ = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
     assert check == pytest.approx(e, rel=1e-9) and check <= target
 
 
