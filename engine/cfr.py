@@ -550,12 +550,12 @@ Found in the 45-unit 4-player layer (2026-11-25, sampled tables): the state (4, 
 the values of the solve's 23rd outer iteration, target $0.00032. Solved cold, its iterate cycled
 at $0.003–0.004 and its average stayed at $0.00085–0.001 from iteration 500 to 10,000; in the
 layer it ran into the cap of 20,000 iterations at $0.00095 in every outer iteration from the
-18th on, so the layer could never have ended. Without the
-discount (predictions kept) the same hand solved cold has its average at $0.0002 after 1,000
-iterations and $0.00006 after 2,000; continuing the stalled solver undiscounted from its
-regrets as they are did not help (still $0.0008 after 3,000 more), from its regrets scaled to 2
-iterations' worth and a fresh average it reached $0.00008 after 1,500 more. Typical solves take
-tens of iterations (a few hundred at most), so they never reach this point."""
+18th on, so the layer could never have ended. Without the discount (predictions kept) the same
+hand solved cold has its average at $0.0002 after 1,000 iterations and $0.00006 after 2,000;
+continuing the stalled solver undiscounted from its regrets as they are did not help (still
+$0.0008 after 3,000 more), from its regrets scaled to 2 iterations' worth and a fresh average it
+reached $0.00008 after 1,500 more. Typical solves take tens of iterations (a few hundred at
+most), so they never reach this point."""
 
 STALL_RESTART_WEIGHT = 2.0
 """Iterations' worth of regret a stalled solve keeps when it drops the discount (see above)."""
@@ -826,8 +826,7 @@ class HandSolver:
         clock = np.array([self.iterations, self.regret_weight, self.avg_start, self.avg_den], np.float64)
         certified, e, gains, sigma = cfr_plus_iterations(
             iterations, delay, np.inf if target is None else float(target), target is not None, discounted,
-            self.regret_jam,
-            self.regret_fold, self.pred_jam, self.pred_fold, avg, clock, h.node_actor, h.n_players,
+            self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold, avg, clock, h.node_actor, h.n_players,
             ws.cf_fold[:len(h.node_actor)], ws.cf_jam[:len(h.node_actor)], head, tail)
         self.iterations, self.regret_weight, self.avg_den = int(clock[0]), float(clock[1]), float(clock[3])
         if self.avg_den > 0.0:
