@@ -172,7 +172,9 @@ def _layer_asset(n: int, previous):
                 context.log.warning(f"{n}-player layer, outer iteration {event['outer_iteration']}: the hand at "
                                     f"stacks {event['stacks']} is still {event['exploitability']:.2e} $ exploitable "
                                     f"after {event['cfr_iterations']} CFR+ iterations (target "
-                                    f"{event['target']:.1e} $); it is solved on in the next outer iteration")
+                                    f"{event['target']:.1e} $); at this target it is solved again only if it "
+                                    f"becomes twice as exploitable, and the layer's exploitability check reports "
+                                    f"it if it ends above gamma")
             elif event["event"] == "block_saved":
                 context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: checkpoint of "
                                  f"{event['states']} more states ({event['done']} done), {event['wall_s']:.0f} s")

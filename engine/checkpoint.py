@@ -7,8 +7,8 @@ place (a file is complete or absent, never half written):
   record — its solver (regrets, predictions, certified profile, its gains, iteration count,
   decision margins) and what the layer solve knows about it (gains and outcome probabilities when
   last checked, which outer iteration's values that was against, the drift of its utilities
-  since, its exploitability bound). Also the values of the outer iterations that records refer
-  to, and whether the layer has finished.
+  since, its exploitability bound, whether it is held at the CFR+ iteration cap). Also the
+  values of the outer iterations that records refer to, and whether the layer has finished.
 - ``layer{n}.outer{k}.block{b}.npz`` within outer iteration k, every few minutes: the records of
   the states finished since the last block, with the CFR+ iterations each spent. A
   resumed outer iteration takes those states as done (a 5-player outer iteration is hours of
@@ -50,7 +50,10 @@ class Ledger:
     checked, against the values of outer iteration ``checked_at`` (−1: never; ``V_at`` holds
     those values while a state refers to them); ``drift`` ($) bounds how far its utilities moved
     since; ``bound`` ($) is its exploitability or a bound on it; ``skipped`` / ``screened`` mark
-    the states of the last outer iteration that were not checked exactly.
+    the states of the last outer iteration that were not checked exactly. ``held_target`` and
+    ``held_exploitability`` ($; inf and 0 for none) say at which target a state's last solve ran
+    out of CFR+ iterations and how exploitable it was left: the layer does not solve it again at
+    that target unless it has become more exploitable (see ``solve_layer``).
     """
 
     bound: np.ndarray
@@ -61,13 +64,16 @@ class Ledger:
     screened: np.ndarray
     order_probs: list[np.ndarray]
     V_at: dict[int, np.ndarray]
+    held_target: np.ndarray
+    held_exploitability: np.ndarray
 
     @classmethod
     def empty(cls, terminals: list[int], n: int) -> "Ledger":
         m = len(terminals)
         return cls(bound=np.zeros(m), gains=np.full((m, n), np.inf), drift=np.zeros(m),
                    checked_at=np.full(m, -1, np.int64), skipped=np.zeros(m, bool), screened=np.zeros(m, bool),
-                   order_probs=[np.zeros((t, 6)) for t in terminals], V_at={})
+                   order_probs=[np.zeros((t, 6)) for t in terminals], V_at={},
+                   held_target=np.full(m, np.inf), held_exploitability=np.zeros(m))
 
 
 def layer_path(folder: Path, n: int) -> Path:
@@ -127,7 +133,8 @@ def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger
     if ledger is not None:
         small.update(bound=ledger.bound[states], gains=ledger.gains[states], drift=ledger.drift[states],
                      checked_at=ledger.checked_at[states], skipped=ledger.skipped[states],
-                     screened=ledger.screened[states],
+                     screened=ledger.screened[states], held_target=ledger.held_target[states],
+                     held_exploitability=ledger.held_exploitability[states],
                      terminals=np.array([len(ledger.order_probs[s]) for s in states], np.int64))
         streams["order_probs"] = (np.float64, 6, [ledger.order_probs[s] for s in states])
     return small, streams
@@ -200,6 +207,9 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
         ledger.checked_at[states] = data["checked_at"]
         ledger.skipped[states] = data["skipped"]
         ledger.screened[states] = data["screened"]
+        if "held_target" in data:  # (checkpoints from before held states: none held)
+            ledger.held_target[states] = data["held_target"]
+            ledger.held_exploitability[states] = data["held_exploitability"]
         t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
         probs = data["order_probs"]
         for i, s in enumerate(states):

@@ -14,7 +14,9 @@ skipped when a rigorous bound on its exploitability (:func:`gain_bound`) is with
 the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
 exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later check. The layer
 only stops after an outer iteration without screening updates no state, so the result is as
-certified as without it.
+certified as without it. A state whose solve ends at the CFR+ iteration cap above the target is
+*held* there (:data:`HELD_SLACK`): reported, measured, but not solved in vain in every outer
+iteration.
 
 Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time). With a
 checkpoint folder the solve is saved atomically after every outer iteration and every few minutes
@@ -470,6 +472,16 @@ iterations, 40 against 34 outer iterations), so count on a few percent, not the 
 """
 
 
+HELD_SLACK = 2.0
+"""A state whose solve ran out of CFR+ iterations (``max_iterations``, even after the stall
+fallback of :meth:`HandSolver.solve`) above the target is *held*: at that target it is checked
+like any other but solved again only once it is more than this many times as exploitable as it
+was left. Solving it again would spend the whole cap for nothing and count as an update, so a
+layer with such a hand could never end (it ran to ``max_outer``); held, the state is reported
+(an ``uncertified`` progress event, its exploitability in the solution) and the layer ends. A
+tighter target tries it afresh."""
+
+
 CHECKPOINT_EVERY = 300.0
 """Seconds between the block checkpoints a layer solve saves within an outer iteration: an
 interrupt loses at most about this much work (plus the states running at the time)."""
@@ -616,27 +628,32 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                         ledger.bound[s] = bound
                         ticker.tick()
                         return s, 0
+                held = ledger.held_target[s] <= target
                 if fresh:
                     # no profile to check yet; the first iterate (from a neighbour's regrets) is checked for free
                     if source[s] >= 0:
                         _warm_start(solver, solvers[source[s]])
                     e = np.inf
-                elif np.isfinite(then) and needs_no_check(lower, bound, target):
+                elif np.isfinite(then) and needs_no_check(lower, bound, target) and not held:
                     e = lower  # above the target for sure: re-solved below, as the exact check would decide
                 else:
                     e, gains = solver.exploitability(U, ws=ws)
                     ledger.gains[s] = gains
                 its = 0
-                if e > target:
+                if e > target and not (held and e <= HELD_SLACK * ledger.held_exploitability[s]):
                     if not fresh:
                         prepare_resolve(solver, e, target)
                     e, its = solver.solve(U, slack * target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                           max_iterations=max_iterations)
                     ledger.gains[s] = solver.gains
-                    if e > slack * target and progress:  # the iteration cap, even after the stall fallback
-                        progress({"event": "uncertified", "players": n, "outer_iteration": outer + 1,
-                                  "stacks": [int(x) for x in stacks[s]], "exploitability": float(e),
-                                  "target": float(target), "cfr_iterations": int(its)})
+                    if e > slack * target:  # the iteration cap, even after the stall fallback: held
+                        ledger.held_target[s], ledger.held_exploitability[s] = target, e
+                        if progress:
+                            progress({"event": "uncertified", "players": n, "outer_iteration": outer + 1,
+                                      "stacks": [int(x) for x in stacks[s]], "exploitability": float(e),
+                                      "target": float(target), "cfr_iterations": int(its)})
+                    else:
+                        ledger.held_target[s], ledger.held_exploitability[s] = np.inf, 0.0
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation
                 if keep_jam_chances:
                     solver.keep_jam_chances(ws)

@@ -103,6 +103,8 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger.bound[:], ledger.gains[:], ledger.drift[:] = rng.random(m), rng.random((m, 3)), rng.random(m)
     ledger.checked_at[:] = rng.integers(-1, 2, m)
     ledger.skipped[:], ledger.screened[:] = rng.random(m) < 0.5, rng.random(m) < 0.3
+    ledger.held_target[:] = np.where(rng.random(m) < 0.3, rng.random(m), np.inf)
+    ledger.held_exploitability[:] = rng.random(m)
     ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
     V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
@@ -125,7 +127,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         assert (t.margins is None) == (s.margins is None)
         if s.margins is not None:
             assert all(np.array_equal(a, b) for a, b in zip(s.margins, t.margins))
-    for name in ("bound", "gains", "drift", "checked_at", "skipped", "screened"):
+    for name in ("bound", "gains", "drift", "checked_at", "skipped", "screened", "held_target", "held_exploitability"):
         assert np.array_equal(getattr(ledger, name), getattr(ledger_back, name)), name
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_back.order_probs))
     assert ledger_back.V_at.keys() == ledger.V_at.keys()
@@ -589,8 +591,8 @@ def test_solver_pool_yields_results_in_item_order(items, threads):
 
 def test_a_hand_left_above_target_at_the_iteration_cap_is_reported(tiny_tensors, solved):
     """A solve that runs out of CFR+ iterations leaves its state above the target; the layer says so
-    (an "uncertified" progress event: stacks, exploitability, iterations) instead of silently
-    re-solving it in every outer iteration. Forced here with a cap of one batch of 8 iterations."""
+    (an "uncertified" progress event: stacks, exploitability, iterations). Forced here with a cap
+    of one batch of 8 iterations."""
     events: list[dict] = []
     layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1, max_outer=1,
                         max_iterations=8, loose=False, progress=events.append)
@@ -602,3 +604,31 @@ def test_a_hand_left_above_target_at_the_iteration_cap_is_reported(tiny_tensors,
         assert layer.exploitability[s] == pytest.approx(e["exploitability"])
     above = {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > GAMMA / 100}
     assert above <= {tuple(e["stacks"]) for e in left}  # every state left above the target is reported
+
+
+@pytest.mark.parametrize("held_slack,ends", [(2.0, True), (0.0, False)])
+def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, solved, monkeypatch, held_slack,
+                                                                    ends):
+    """A state left above the target at the CFR+ iteration cap is not solved again at that target
+    until it is HELD_SLACK times as exploitable as it was left, so the layer ends (an outer
+    iteration at gamma updates no state) instead of spending the cap on it in every outer
+    iteration up to max_outer; its exploitability is still measured and reported. Without holding
+    (HELD_SLACK 0) the same layer never ends: the test fails there."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
+    monkeypatch.setattr(tournament, "HELD_SLACK", held_slack)
+    events: list[dict] = []
+    max_outer = 12
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1,
+                        max_outer=max_outer, max_iterations=8, loose=False, progress=events.append)
+    assert (len(layer.log) < max_outer and layer.log[-1]["states_updated"] == 0) == ends
+    if ends:
+        reported = {tuple(e["stacks"]) for e in events if e["event"] == "uncertified"}
+        above = {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > GAMMA / 100}
+        assert above and above <= reported
+        values = {2: solved[2].values, 3: layer.values}
+        for s, hand in enumerate(layer.hands):  # measured under the final values, held or not
+            e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+            assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
