@@ -23,7 +23,7 @@ from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.policy_evaluation import finishing_probabilities
 from engine.showdown import showdown_tensors
-from engine.tournament import LayerSolution, solve_layer
+from engine.tournament import HELD_SLACK, LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
@@ -152,32 +152,9 @@ def _layer_asset(n: int, previous):
             lower_finishing = _lower(con, cfg, n, "finishing", "probability", places=cfg.players)
 
         def progress(event: dict) -> None:
-            if event["event"] == "outer":
-                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: "
-                                 f"target {event['target']:.1e} $, {event['states_updated']} states updated, "
-                                 f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
-                                 f"{event['cfr_iterations']} CFR+ iterations, "
-                                 f"max |ΔV| {event['max_delta_v']:.2e} $, max exploitability "
-                                 f"{event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
-            elif event["event"] == "states":
-                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
-                                 f"{event['states']} states done, {event['wall_s']:.0f} s")
-            elif event["event"] == "resumed":
-                context.log.info(f"{n}-player layer " + ("read back solved from its checkpoint" if event["finished"]
-                                 else f"resumed after outer iteration {event['outer']}"))
-            elif event["event"] == "resumed_states":
-                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: {event['done']}/"
-                                 f"{event['states']} states already done before the interrupt")
-            elif event["event"] == "uncertified":
-                context.log.warning(f"{n}-player layer, outer iteration {event['outer_iteration']}: the hand at "
-                                    f"stacks {event['stacks']} is still {event['exploitability']:.2e} $ exploitable "
-                                    f"after {event['cfr_iterations']} CFR+ iterations (target "
-                                    f"{event['target']:.1e} $); at this target it is solved again only if it "
-                                    f"becomes twice as exploitable, and the layer's exploitability check reports "
-                                    f"it if it ends above gamma")
-            elif event["event"] == "block_saved":
-                context.log.info(f"{n}-player layer, outer iteration {event['outer_iteration']}: checkpoint of "
-                                 f"{event['states']} more states ({event['done']} done), {event['wall_s']:.0f} s")
+            line = layer_log_line(event)
+            if line is not None:
+                (context.log.warning if line[0] == "warning" else context.log.info)(line[1])
 
         sol = solve_layer(cfg.units, n, cfg.payouts, cfg.gamma, tensors, lower_values,
                           checkpoint=checkpoint_dir(cfg), progress=progress)
@@ -199,6 +176,35 @@ def _layer_asset(n: int, previous):
             check_results=checks)
 
     return layer
+
+
+def layer_log_line(event: dict) -> tuple[str, str] | None:
+    """(level, message) for the Dagster log of a layer solve's progress event (see
+    :func:`engine.tournament.solve_layer`); None for events the log leaves out."""
+    kind, head = event["event"], f"{event['players']}-player layer"
+    if "outer_iteration" in event:
+        head += f", outer iteration {event['outer_iteration']}"
+    if kind == "outer":
+        return "info", (f"{head}: target {event['target']:.1e} $, {event['states_updated']} states updated, "
+                        f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
+                        f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "
+                        f"max exploitability {event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
+    if kind == "states":
+        return "info", f"{head}: {event['done']}/{event['states']} states done, {event['wall_s']:.0f} s"
+    if kind == "resumed":
+        return "info", head + (" read back solved from its checkpoint" if event["finished"]
+                               else f" resumed after outer iteration {event['outer']}")
+    if kind == "resumed_states":
+        return "info", f"{head}: {event['done']}/{event['states']} states already done before the interrupt"
+    if kind == "uncertified":
+        return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
+                           f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
+                           f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
+                           f"{HELD_SLACK:g} times as exploitable, and the layer's exploitability check reports it if it ends above gamma")
+    if kind == "block_saved":
+        return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
+                        f"{event['wall_s']:.0f} s")
+    return None
 
 
 def _build():

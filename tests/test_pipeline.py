@@ -338,3 +338,32 @@ def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, 
         assert all(c.passed for c in result.get_asset_check_evaluations())
         with duckdb.connect(str(warehouse), read_only=True) as con:
             pd.testing.assert_frame_equal(before, con.execute(query).df())
+
+
+def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path):
+    """The solve assets' log lines (assets.solve.layer_log_line) for the events a real layer solve
+    emits — outer iterations, states done, checkpoints, a resume, and a hand left above the target
+    at a CFR+ iteration cap (forced at 8), which must be a warning naming its stacks."""
+    from assets.solve import layer_log_line
+    from engine.tournament import solve_layer, solve_tournament
+
+    lower = solve_tournament(units=6, players=2, payouts=(70.0, 30.0), gamma=1e-3, tensors=tiny_tensors, threads=1)
+    events: list[dict] = []
+    args = dict(units=6, n=3, payouts=(70.0, 30.0), gamma=1e-5, tensors=tiny_tensors,
+                lower_values={2: lower[2].values}, threads=1, max_iterations=8, loose=False, checkpoint=tmp_path,
+                checkpoint_every=0.0, progress=events.append)
+    solve_layer(max_outer=2, **args)
+    solve_layer(max_outer=3, **args)  # resumes after outer iteration 2
+    kinds = {e["event"] for e in events}
+    assert {"outer", "uncertified", "block_saved", "resumed"} <= kinds
+    lines = [(e, layer_log_line(e)) for e in events]
+    for e, line in lines:
+        if e["event"] == "layer_done":
+            assert line is None
+            continue
+        level, text = line
+        assert text.startswith("3-player layer") and level == ("warning" if e["event"] == "uncertified" else "info")
+        if e["event"] == "uncertified":
+            assert str(e["stacks"]) in text and f"{e['exploitability']:.2e}" in text
+    ticker = {"event": "states", "players": 3, "outer_iteration": 4, "done": 7, "states": 10, "wall_s": 16.0}
+    assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 7/10 states done, 16 s")
