@@ -646,7 +646,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     e, its = solver.solve(U, slack * target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                           max_iterations=max_iterations)
                     ledger.gains[s] = solver.gains
-                    if e > slack * target:  # the iteration cap, even after the stall fallback: held
+                    if e > target:  # the iteration cap, even after the stall fallback: held
                         ledger.held_target[s], ledger.held_exploitability[s] = target, e
                         if progress:
                             progress({"event": "uncertified", "players": n, "outer_iteration": outer + 1,
