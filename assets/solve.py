@@ -200,7 +200,8 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
                            f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
                            f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
-                           f"{HELD_SLACK:g} times as exploitable, and the layer's exploitability check reports it if it ends above gamma")
+                           f"{HELD_SLACK:g} times as exploitable, and the layer's exploitability check reports "
+                           f"it if it ends above gamma")
     if kind == "block_saved":
         return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
                         f"{event['wall_s']:.0f} s")
