@@ -41,7 +41,7 @@ import numba as nb
 import numpy as np
 
 from engine.depth2 import (NC, NPAIRS, _depth2_counterfactuals, _factored_depth2_counterfactuals, _fold_terminal,
-                           _three_way_chances, keep_depth2_sums, pack_pairs)
+                           _three_way_chances, keep_depth2_sums, pack_pairs, prefix_by_class)
 from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_NONE, KIND_S2,
                               CompiledHand)
 from engine.showdown import ShowdownTensors
@@ -71,10 +71,15 @@ class SolverTensors:
                              "(build them with engine.showdown.showdown_tensors)")
         self.m3p = pack_pairs(m3c)  # [c, pair(a <= b), o], 116 MB
         del m3c
+        # classes by their chance to win a three-way all-in against two random hands (orders 0
+        # and 1 put the first hand first): ranges are mostly a top set of this order, so the
+        # jam chances of a range are read from running sums in it (prefix_by_class), 116 MB
+        self.class_order = np.argsort(-(self.or3rr[:, 0] + self.or3rr[:, 1]), kind="stable").astype(np.int64)
+        self.m3q = prefix_by_class(self.m3p, self.class_order)
 
     def args(self) -> tuple:
         return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
-                self.joint3, self.m3p, self.m3j)
+                self.joint3, self.m3p, self.m3q, self.class_order, self.m3j)
 
 
 @nb.njit(cache=True)
@@ -208,7 +213,7 @@ def _depth2_values(Q, fold_values, S, Gbuf, U, t, p, qoff, foff, count):
 
 @nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
-              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3j,
+              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3q, class_order, m3j,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
               J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready, P, P_valid, XY,
               MW, MJ, MF, M_ready, MXY):
@@ -280,8 +285,8 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             cr = node_creator[h]
             for a in range(NC):
                 need[a] = R[node_off[cr] + a] > 0.0 or sigma[cr, a] > 0.0
-            _three_way_chances(sigma[h], ns, supp, m3p, Gbuf, off, Gsig[h], G_ready, h, changed, delta, need,
-                               Gvalid[h], pairs, pair_sums)
+            _three_way_chances(sigma[h], ns, supp, m3p, m3q, class_order, Gbuf, off, Gsig[h], G_ready, h, changed,
+                               delta, need, Gvalid[h], pairs, pair_sums)
             for i in range(NC * NC):
                 g = (off + i) * 6
                 S[off + i] = Gbuf[g] + Gbuf[g + 1] + Gbuf[g + 2] + Gbuf[g + 3] + Gbuf[g + 4] + Gbuf[g + 5]

@@ -156,6 +156,58 @@ def test_pass_matches_path_enumeration(tensors, stacks, kinds):
         assert solver.order_probs.sum() == pytest.approx(1.0, abs=1e-12)
 
 
+def threshold_profile(rng, K, order):
+    """Rows that jam a top set of ``order`` (the solver's class order) but for a few classes
+    flipped either way and a few mixed: what real ranges look like, and what the jam chances
+    read from running sums (engine.depth2.prefix_by_class)."""
+    sigma = np.zeros((K, NC))
+    for h in range(K):
+        top = int(rng.integers(1, 120))
+        sigma[h, order[:top]] = 1.0
+        flipped = rng.choice(NC, int(rng.integers(0, 5)), replace=False)
+        sigma[h, flipped] = 1.0 - sigma[h, flipped]
+        mixed = rng.choice(NC, int(rng.integers(0, 4)), replace=False)
+        sigma[h, mixed] = rng.uniform(0.05, 0.95, len(mixed))
+    return sigma
+
+
+def test_threshold_split_rebuilds_the_strategy_with_the_fewest_deviations(tensors):
+    from engine.depth2 import threshold_split
+
+    order = tensors[0].class_order
+    rng = np.random.default_rng(3)
+    classes, weights = np.empty(NC, np.int64), np.empty(NC)
+    for row in list(threshold_profile(rng, 40, order)) + [np.zeros(NC), np.ones(NC), rng.random(NC)]:
+        k, nd = threshold_split(row, order, classes, weights)
+        rebuilt = np.zeros(NC)
+        rebuilt[order[:k]] = 1.0
+        np.add.at(rebuilt, classes[:nd], weights[:nd])
+        np.testing.assert_allclose(rebuilt, row, rtol=0, atol=1e-15)  # 1 + (σ − 1) rounds
+        x = row[order]
+        fewest = min(int((x[:j] != 1.0).sum() + (x[j:] != 0.0).sum()) for j in range(NC + 1))
+        assert nd == fewest
+
+
+@pytest.mark.parametrize("stacks", [(10, 15, 20), (20, 23, 2), (10, 12, 11, 12)])
+def test_jam_chances_of_threshold_ranges_match_path_enumeration(tensors, stacks):
+    """Ranges close to a top set of the class order have their depth-2 jam chances summed from the
+    running sums plus their deviations (engine.depth2._three_way_chances); a fresh solver's pass
+    (every jam chance summed from scratch that way) must match the path-enumeration reference."""
+    from engine.depth2 import threshold_split
+
+    tree, hand, _, ev = make_case(stacks, tensors)
+    order = tensors[0].class_order
+    rng = np.random.default_rng(sum(stacks))
+    U = random_utilities(rng, tree, ev.paths)
+    classes, weights = np.empty(NC, np.int64), np.empty(NC)
+    for i in range(3):
+        sigma = threshold_profile(rng, ev.K, order)
+        for h in np.flatnonzero(hand.node_depth == 2):  # the running sums are what the pass reads
+            k, nd = threshold_split(sigma[h], order, classes, weights)
+            assert k > 0 and nd + 1 < (sigma[h] > 0).sum()
+        assert_pass_matches(HandSolver(hand, tensors[0]), ev, sigma, U, f"{stacks} threshold profile {i}")
+
+
 def test_shared_workspace_across_hands(tensors):
     """A layer solve evaluates many hands in one per-thread Workspace: leftovers of a bigger or
     denser hand must not leak into the next one (the kernel skips unreachable depth-2 entries)."""
