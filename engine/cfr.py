@@ -41,7 +41,8 @@ import numba as nb
 import numpy as np
 
 from engine.depth2 import (NC, NPAIRS, _depth2_counterfactuals, _factored_depth2_counterfactuals, _fold_terminal,
-                           _three_way_chances, keep_depth2_sums, pack_pairs, prefix_by_class)
+                           _three_way_chances, keep_depth2_sums, pack_pairs, prefix_by_class,
+                           prefix_by_second_class)
 from engine.game_tree import (KIND_J1S1, KIND_J1S2, KIND_J2, KIND_J2S1, KIND_NONE, KIND_S2,
                               CompiledHand)
 from engine.showdown import ShowdownTensors
@@ -76,10 +77,11 @@ class SolverTensors:
         # jam chances of a range are read from running sums in it (prefix_by_class), 116 MB
         self.class_order = np.argsort(-(self.or3rr[:, 0] + self.or3rr[:, 1]), kind="stable").astype(np.int64)
         self.m3q = prefix_by_class(self.m3p, self.class_order)
+        self.m3jq = prefix_by_second_class(self.m3j, self.class_order)  # [a, i, c, o], 232 MB
 
     def args(self) -> tuple:
         return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
-                self.joint3, self.m3p, self.m3q, self.class_order, self.m3j)
+                self.joint3, self.m3p, self.m3q, self.class_order, self.m3j, self.m3jq)
 
 
 @nb.njit(cache=True)
@@ -213,7 +215,7 @@ def _depth2_values(Q, fold_values, S, Gbuf, U, t, p, qoff, foff, count):
 
 @nb.njit(cache=True, nogil=True)
 def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root, term_kind, term_depth, U, sigma,
-              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3q, class_order, m3j,
+              p1, joint2, cond2, win2, wr1, or3r, or3rr, joint3, m3p, m3q, class_order, m3j, m3jq,
               node_off, term_off, R, S, Gbuf, Q, Tbuf, RT, cf_fold, cf_jam, root_values,
               J3, J3_ready, Gsig, G_ready, Gvalid, pairs, pair_sums, W, C, C_ready, P, P_valid, XY,
               MW, MJ, MF, M_ready, MXY):
@@ -381,9 +383,9 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             tf = _fold_terminal(f, term_kind)
             if tf >= 0 and node_jam[cr] == h:  # r(a, b) = x(a) y(b) and q(a, b) depends on U only
                 cro = node_off[cr]
-                _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, R[cro:cro + NC], sigma[cr], joint3, m3j, U, tj,
-                                                 tf, term_kind, J3, J3_ready, C, C_ready, MJ, MF, M_ready, MXY, P,
-                                                 P_valid, XY, cf_fold, cf_jam)
+                _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, R[cro:cro + NC], sigma[cr], joint3, m3j, m3jq,
+                                                 class_order, U, tj, tf, term_kind, J3, J3_ready, C, C_ready, MJ, MF,
+                                                 M_ready, MXY, P, P_valid, XY, cf_fold, cf_jam)
             else:
                 _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj, tf, term_kind, J3,
                                         J3_ready, W, C, C_ready, MW, MJ, MF, M_ready, cf_fold, cf_jam)

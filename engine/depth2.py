@@ -80,6 +80,12 @@ def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
                 acc[j, 0], acc[j, 1], acc[j, 2], acc[j, 3], acc[j, 4], acc[j, 5] = g0, g1, g2, g3, g4, g5
 
 
+def prefix_by_second_class(m3j: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """out[a, i] = Σ_{j ≤ i} m3j[a, order[j]]: the running sums over the second jammer's class that
+    :func:`_factored_depth2_counterfactuals` reads for a range of the second jammer (232 MB)."""
+    return np.cumsum(m3j[:, order], axis=1)
+
+
 def prefix_by_class(m3p: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Running sums of the packed tensor over the classes in ``order``: out[i] = Σ_{j ≤ i} m3p[order[j]].
 
@@ -384,8 +390,8 @@ def _depth2_counterfactuals(h, k, off, foff, fold_values, R, joint3, m3j, U, tj,
 
 
 @nb.njit(cache=True, nogil=True)
-def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U, tj, tf, term_kind, J3, J3_ready, C,
-                                     C_ready, MJ, MF, M_ready, MXY, P, P_valid, XY, cf_fold, cf_jam):
+def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m3jq, order, U, tj, tf, term_kind, J3,
+                                     J3_ready, C, C_ready, MJ, MF, M_ready, MXY, P, P_valid, XY, cf_fold, cf_jam):
     """cf_fold[h] and cf_jam[h] of a depth-2 node h whose reach factors, kept up to date by rows.
 
     When h is the jam child of its creator (the depth-1 node whose jam made two jammers), the
@@ -404,7 +410,11 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U
 
     The first pass under a new U starts from the kept outcome-space sums when the state has them
     (M_ready[h], weights MXY: :func:`keep_depth2_sums`), else from zero with x = y = 0, so that it
-    sums every reached pair. The sums differ from a direct sum by rounding only.
+    sums every reached pair. A row summed from zero (x(a) was 0), when y is nearly a top set of the
+    class ``order``, reads the running sums m3jq[a, k − 1] = Σ_{j < k} m3j[a, order[j]] and y's few
+    deviations (:func:`threshold_split`) instead of a showdown row per class of y's support:
+    P[a, c] = Σ_o U[o] (m3jq[a, k − 1, c, o] + Σ_dev δ(b) m3j[a, b, c, o]); it fills no showdown
+    rows (later passes fill the ones they need). The sums differ from a direct sum by rounding only.
     """
     if C_ready[h] == 0:
         for c in range(NC):
@@ -427,6 +437,16 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U
             nb_ += 1
     dj_row = np.empty(NC)
     df_row = np.empty(NC)
+    ycls = np.empty(NC, np.int64)
+    ywts = np.empty(NC)
+    ky, nyd = threshold_split(y, order, ycls, ywts)
+    ny = 0
+    for b in range(NC):
+        if y[b] != 0.0:
+            ny += 1
+    by_prefix = ky > 0 and nyd + 1 < ny
+    Qa = np.empty((NC, 6))
+    u0, u1, u2, u3, u4, u5 = U[tj, 0, k], U[tj, 1, k], U[tj, 2, k], U[tj, 3, k], U[tj, 4, k], U[tj, 5, k]
     for a in range(NC):
         xa = x[a]
         xo = XY[h, 0, a]
@@ -462,6 +482,28 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, U
                 P[0, h, a, c] = pf + df_row[c]
         else:
             if xa == 0.0 and xo == 0.0:
+                continue
+            if by_prefix and xo == 0.0:  # a row from zero: P[a] from the running sums, kept from now on
+                Qa[:, :] = m3jq[a, ky - 1]
+                for i in range(nyd):
+                    w = ywts[i]
+                    block = m3j[a, ycls[i]]
+                    for c in range(NC):
+                        for o in range(6):
+                            Qa[c, o] += w * block[c, o]
+                for c in range(NC):
+                    pj = Qa[c, 0] * u0 + Qa[c, 1] * u1 + Qa[c, 2] * u2 + Qa[c, 3] * u3 + Qa[c, 4] * u4 + Qa[c, 5] * u5
+                    P[1, h, a, c] = pj
+                    P[0, h, a, c] = 0.0
+                    C[1, h, c] += xa * pj
+                for b in range(NC):
+                    yq = y[b] * Tbuf[k, foff + a * NC + b]
+                    if yq != 0.0:
+                        for c in range(NC):
+                            P[0, h, a, c] += yq * joint3[a, b, c]
+                for c in range(NC):
+                    C[0, h, c] += xa * P[0, h, a, c]
+                P_valid[h, a] = 1
                 continue
             keep = xa != 0.0 and xa != xo  # its every pair is read anyway (otherwise only the columns of y moved)
             if keep:

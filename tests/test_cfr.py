@@ -191,8 +191,11 @@ def test_threshold_split_rebuilds_the_strategy_with_the_fewest_deviations(tensor
 @pytest.mark.parametrize("stacks", [(10, 15, 20), (20, 23, 2), (10, 12, 11, 12)])
 def test_jam_chances_of_threshold_ranges_match_path_enumeration(tensors, stacks):
     """Ranges close to a top set of the class order have their depth-2 jam chances summed from the
-    running sums plus their deviations (engine.depth2._three_way_chances); a fresh solver's pass
-    (every jam chance summed from scratch that way) must match the path-enumeration reference."""
+    running sums plus their deviations (engine.depth2._three_way_chances), and so have the depth-2
+    counterfactual sums over a second jammer's range where the reach factors
+    (engine.depth2._factored_depth2_counterfactuals); a fresh solver's pass (every such sum from
+    scratch that way) must match the path-enumeration reference, and so must the next passes, which
+    move a few classes and read the showdown rows the first one did not fill."""
     from engine.depth2 import threshold_split
 
     tree, hand, _, ev = make_case(stacks, tensors)
@@ -203,9 +206,16 @@ def test_jam_chances_of_threshold_ranges_match_path_enumeration(tensors, stacks)
     for i in range(3):
         sigma = threshold_profile(rng, ev.K, order)
         for h in np.flatnonzero(hand.node_depth == 2):  # the running sums are what the pass reads
-            k, nd = threshold_split(sigma[h], order, classes, weights)
-            assert k > 0 and nd + 1 < (sigma[h] > 0).sum()
-        assert_pass_matches(HandSolver(hand, tensors[0]), ev, sigma, U, f"{stacks} threshold profile {i}")
+            for row in (sigma[h], sigma[hand.node_creator[h]]):  # jam chances; the second jammer's range
+                k, nd = threshold_split(row, order, classes, weights)
+                assert k > 0 and nd + 1 < (row > 0).sum()
+        solver = HandSolver(hand, tensors[0])
+        assert_pass_matches(solver, ev, sigma, U, f"{stacks} threshold profile {i}")
+        for step in range(2):  # CFR+-like moves of a few classes in every row, same utilities
+            for h in range(ev.K):
+                cls = rng.choice(NC, 3, replace=False)
+                sigma[h, cls] = rng.random(3) * (rng.random(3) < 0.6)
+            assert_pass_matches(solver, ev, sigma, U, f"{stacks} threshold profile {i} step {step}")
 
 
 def test_shared_workspace_across_hands(tensors):
