@@ -437,16 +437,12 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
             nb_ += 1
     dj_row = np.empty(NC)
     df_row = np.empty(NC)
-    ycls = np.empty(NC, np.int64)
-    ywts = np.empty(NC)
-    ky, nyd = threshold_split(y, order, ycls, ywts)
-    ny = 0
-    for b in range(NC):
-        if y[b] != 0.0:
-            ny += 1
-    by_prefix = ky > 0 and nyd + 1 < ny
-    Qa = np.empty((NC, 6))
-    u0, u1, u2, u3, u4, u5 = U[tj, 0, k], U[tj, 1, k], U[tj, 2, k], U[tj, 3, k], U[tj, 4, k], U[tj, 5, k]
+    split = False  # y as a top set of ``order`` and its deviations, found when a row first needs it
+    by_prefix = False
+    ky, nyd = 0, 0
+    ycls = np.empty(0, np.int64)
+    ywts = np.empty(0)
+    Qa = np.empty((0, 6))
     for a in range(NC):
         xa = x[a]
         xo = XY[h, 0, a]
@@ -483,6 +479,17 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
         else:
             if xa == 0.0 and xo == 0.0:
                 continue
+            if not split and xo == 0.0:
+                split = True
+                ycls = np.empty(NC, np.int64)
+                ywts = np.empty(NC)
+                ky, nyd = threshold_split(y, order, ycls, ywts)
+                ny = 0
+                for b in range(NC):
+                    if y[b] != 0.0:
+                        ny += 1
+                by_prefix = ky > 0 and nyd + 1 < ny
+                Qa = np.empty((NC, 6))
             if by_prefix and xo == 0.0:  # a row from zero: P[a] from the running sums, kept from now on
                 Qa[:, :] = m3jq[a, ky - 1]
                 for i in range(nyd):
@@ -492,12 +499,17 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
                         for o in range(6):
                             Qa[c, o] += w * block[c, o]
                 for c in range(NC):
-                    pj = Qa[c, 0] * u0 + Qa[c, 1] * u1 + Qa[c, 2] * u2 + Qa[c, 3] * u3 + Qa[c, 4] * u4 + Qa[c, 5] * u5
+                    pj = 0.0
+                    for o in range(6):
+                        pj += Qa[c, o] * U[tj, o, k]
                     P[1, h, a, c] = pj
                     P[0, h, a, c] = 0.0
                     C[1, h, c] += xa * pj
                 for b in range(NC):
-                    yq = y[b] * Tbuf[k, foff + a * NC + b]
+                    yb = y[b]
+                    if yb == 0.0:
+                        continue
+                    yq = yb * Tbuf[k, foff + a * NC + b]
                     if yq != 0.0:
                         for c in range(NC):
                             P[0, h, a, c] += yq * joint3[a, b, c]
