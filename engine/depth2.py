@@ -82,8 +82,10 @@ def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
 
 def prefix_by_second_class(m3j: np.ndarray, order: np.ndarray) -> np.ndarray:
     """out[a, i] = Σ_{j ≤ i} m3j[a, order[j]]: the running sums over the second jammer's class that
-    :func:`_factored_depth2_counterfactuals` reads for a range of the second jammer (232 MB)."""
-    return np.cumsum(m3j[:, order], axis=1)
+    :func:`_factored_depth2_counterfactuals` reads for a range of the second jammer (232 MB; summed
+    in the reordered copy, so building it holds no second one)."""
+    out = m3j[:, order]
+    return np.cumsum(out, axis=1, out=out)
 
 
 def prefix_by_class(m3p: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -95,7 +97,8 @@ def prefix_by_class(m3p: np.ndarray, order: np.ndarray) -> np.ndarray:
     classes, has jam chances out[k − 1] + Σ_dev δ(c) m3p[c] — 1 + (deviations) contiguous 690 KB
     blocks instead of one per class of its support (:func:`_three_way_chances`). 116 MB.
     """
-    return np.cumsum(m3p[order], axis=0)
+    out = m3p[order]
+    return np.cumsum(out, axis=0, out=out)
 
 
 @nb.njit(cache=True, nogil=True)
