@@ -187,6 +187,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if kind == "outer":
         return "info", (f"{head}: target {event['target']:.1e} $, {event['states_updated']} states updated, "
                         f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
+                        f"{event['states_checked']} checked exactly, "
                         f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "
                         f"max exploitability {event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
     if kind == "states":

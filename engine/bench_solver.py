@@ -1,13 +1,17 @@
 """Solver benchmark: cost of one CFR+ iteration per player count, and a small layer solve.
 
     python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
-                                  [--layer-gamma 1e-3] [--sweep-units 20]
+                                  [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
 player count (cold, i.e. first iterations, and after ``--iterations``), the exploitability
-reached, the wall time of a full PI-CFR+ solve of a small game, and model-strategy sweeps over a
-3-player game cold and warm-started (``--sweep-units``).
+reached, the wall time of a full PI-CFR+ solve of a small game (its CFR+ iterations, outer
+iterations and exact checks: the deterministic counts to compare two codes by), and
+model-strategy sweeps over a 3-player game cold and warm-started (``--sweep-units``). A
+``--checkpoint`` folder makes the solve resumable and keeps its finished layers (a long layer,
+e.g. the 45-unit 4-player one, can be measured with the smaller layers read back);
+``--verbose`` prints every outer iteration.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 from engine.cfr import HandSolver, SolverTensors
 from engine.game_tree import compile_hand, utilities
@@ -35,6 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sweep-units", type=int, default=20,
                         help="model-strategy sweeps (Harville cold, then FGS-1 warm) over every state of a 3-player "
                              "game with this many units; 0 skips")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="checkpoint folder of the PI-CFR+ solve (resumes from it; finished layers are read back)")
+    parser.add_argument("--verbose", action="store_true", help="print every outer iteration of the PI-CFR+ solve")
     args = parser.parse_args(argv)
     payouts = (50.0, 30.0, 20.0)
     t0 = time.perf_counter()
@@ -60,18 +68,28 @@ def main(argv: list[str] | None = None) -> None:
               f"mean of next {args.iterations} {warm * 1e3:.2f} ms/iteration, exploitability after "
               f"{solver.iterations} iterations {expl:.2e} $ (ICM successor values)")
     t0 = time.perf_counter()
-    sol = solve_tournament(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma, tensors)
+    sol = solve_tournament(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma, tensors,
+                           checkpoint=args.checkpoint, progress=_print_outer if args.verbose else None)
     its = sum(int(s.iterations.sum()) for s in sol.values())
     states = sum(len(s.stacks) for s in sol.values())
     print(f"PI-CFR+ of a {args.layer_players}-player {args.layer_units}-unit game to gamma {args.layer_gamma:g}: {states} states, "
           f"{its} CFR+ iterations, {time.perf_counter() - t0:.1f} s, outer iterations "
-          f"{[len(s.log) for s in sol.values()]}, max exploitability "
-          f"{max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
+          f"{[len(s.log) for s in sol.values()]}, exact checks "
+          f"{[sum(e['states_checked'] for e in s.log) for s in sol.values()]}, max exploitability {max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
           f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
 
     if args.sweep_units:
         model_sweep_figures(args.sweep_units, payouts, tensors)
+
+
+def _print_outer(event: dict) -> None:
+    if event["event"] == "outer":
+        print(f"  {event['players']}-player layer, outer iteration {event['outer_iteration']}: target "
+              f"{event['target']:.1e} $, {event['states_updated']} updated, {event['states_skipped']} skipped, "
+              f"{event['states_screened']} screened, {event['states_checked']} checked exactly, "
+              f"{event['cfr_iterations']} CFR+ iterations, max |dV| {event['max_delta_v']:.2e} $, "
+              f"{event['wall_s']:.1f} s", flush=True)
 
 
 def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverTensors) -> None:

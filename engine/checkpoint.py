@@ -38,7 +38,8 @@ import numpy as np
 from engine.cfr import NC, REGRET_ARRAYS, HandSolver
 
 LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
-              "states_screened": int, "cfr_iterations": int, "max_delta_v": float, "max_exploitability": float,
+              "states_screened": int, "states_checked": int, "cfr_iterations": int, "max_delta_v": float,
+              "max_exploitability": float,
               "wall_s": float}
 """Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
 
@@ -50,7 +51,8 @@ class Ledger:
     checked, against the values of outer iteration ``checked_at`` (−1: never; ``V_at`` holds
     those values while a state refers to them); ``drift`` ($) bounds how far its utilities moved
     since; ``bound`` ($) is its exploitability or a bound on it; ``skipped`` / ``screened`` mark
-    the states of the last outer iteration that were not checked exactly. ``held_target`` and
+    the states of the last outer iteration that were not checked exactly, ``checked`` those whose
+    profile it measured exactly before deciding whether to solve them again. ``held_target`` and
     ``held_exploitability`` ($; inf and 0 for none) say at which target a state's last solve ran
     out of CFR+ iterations and how exploitable it was left: the layer does not solve it again at
     that target unless it has become more exploitable (see ``solve_layer``).
@@ -62,6 +64,7 @@ class Ledger:
     checked_at: np.ndarray
     skipped: np.ndarray
     screened: np.ndarray
+    checked: np.ndarray
     order_probs: list[np.ndarray]
     V_at: dict[int, np.ndarray]
     held_target: np.ndarray
@@ -72,7 +75,7 @@ class Ledger:
         m = len(terminals)
         return cls(bound=np.zeros(m), gains=np.full((m, n), np.inf), drift=np.zeros(m),
                    checked_at=np.full(m, -1, np.int64), skipped=np.zeros(m, bool), screened=np.zeros(m, bool),
-                   order_probs=[np.zeros((t, 6)) for t in terminals], V_at={},
+                   checked=np.zeros(m, bool), order_probs=[np.zeros((t, 6)) for t in terminals], V_at={},
                    held_target=np.full(m, np.inf), held_exploitability=np.zeros(m))
 
 
@@ -133,7 +136,8 @@ def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger
     if ledger is not None:
         small.update(bound=ledger.bound[states], gains=ledger.gains[states], drift=ledger.drift[states],
                      checked_at=ledger.checked_at[states], skipped=ledger.skipped[states],
-                     screened=ledger.screened[states], held_target=ledger.held_target[states],
+                     screened=ledger.screened[states], checked=ledger.checked[states],
+                     held_target=ledger.held_target[states],
                      held_exploitability=ledger.held_exploitability[states],
                      terminals=np.array([len(ledger.order_probs[s]) for s in states], np.int64))
         streams["order_probs"] = (np.float64, 6, [ledger.order_probs[s] for s in states])
@@ -207,6 +211,8 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
         ledger.checked_at[states] = data["checked_at"]
         ledger.skipped[states] = data["skipped"]
         ledger.screened[states] = data["screened"]
+        if "checked" in data:  # (checkpoints from before the count of exact checks: none counted)
+            ledger.checked[states] = data["checked"]
         if "held_target" in data:  # (checkpoints from before held states: none held)
             ledger.held_target[states] = data["held_target"]
             ledger.held_exploitability[states] = data["held_exploitability"]

@@ -32,6 +32,21 @@ def test_every_state_within_gamma(solved):
         assert layer.log[-1]["states_updated"] == 0 and layer.log[-1]["states_screened"] == 0
 
 
+def test_the_log_counts_the_exact_checks(solved):
+    """Every state of an outer iteration is skipped, screened, checked exactly or solved without a
+    check (a first solve, or surely above the target); the last outer iteration, which updates and
+    screens none, checks exactly every state it does not skip, and the first checks none (some
+    layer of the small game checks at all: its bounds do not settle everything)."""
+    for n, layer in solved.items():
+        m = len(layer.hands)
+        for entry in layer.log:
+            assert entry["states_skipped"] + entry["states_screened"] + entry["states_checked"] <= m
+            assert entry["states_updated"] <= m - entry["states_skipped"] - entry["states_screened"]
+        assert layer.log[0]["states_checked"] == 0
+        assert layer.log[-1]["states_skipped"] + layer.log[-1]["states_checked"] == m, n
+    assert sum(e["states_checked"] for layer in solved.values() for e in layer.log) > 0
+
+
 def test_reported_exploitability_is_exact_under_the_final_values(solved, tiny_tensors):
     """States whose re-check was skipped (bounded by their successors' drift) are measured at the end."""
     from engine.cfr import HandSolver
@@ -103,12 +118,13 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger.bound[:], ledger.gains[:], ledger.drift[:] = rng.random(m), rng.random((m, 3)), rng.random(m)
     ledger.checked_at[:] = rng.integers(-1, 2, m)
     ledger.skipped[:], ledger.screened[:] = rng.random(m) < 0.5, rng.random(m) < 0.3
+    ledger.checked[:] = rng.random(m) < 0.4
     ledger.held_target[:] = np.where(rng.random(m) < 0.3, rng.random(m), np.inf)
     ledger.held_exploitability[:] = rng.random(m)
     ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
     V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
-            "states_screened": 3, "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
+            "states_screened": 3, "states_checked": 2, "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
     save_layer(tmp_path, 3, V, log, 1, solvers, ledger)
     back = [HandSolver(h, tiny_tensors) for h in hands]
     ledger_back = Ledger.empty([len(h.term_kind) for h in hands], 3)
@@ -127,7 +143,8 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         assert (t.margins is None) == (s.margins is None)
         if s.margins is not None:
             assert all(np.array_equal(a, b) for a, b in zip(s.margins, t.margins))
-    for name in ("bound", "gains", "drift", "checked_at", "skipped", "screened", "held_target", "held_exploitability"):
+    for name in ("bound", "gains", "drift", "checked_at", "skipped", "screened", "checked", "held_target",
+                 "held_exploitability"):
         assert np.array_equal(getattr(ledger, name), getattr(ledger_back, name)), name
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_back.order_probs))
     assert ledger_back.V_at.keys() == ledger.V_at.keys()
@@ -337,21 +354,135 @@ def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tens
         sigma = solver.strategy()
         e, gains = solver.exploitability(U)
         P = solver.order_probs.copy()
-        assert margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, U) == pytest.approx(e)
+        assert margin_bound(sigma, solver.margins, hand, P, U, U) == pytest.approx(e)
         shifted = U + np.array([0.3, -0.2, 0.1])
-        assert margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, shifted) \
+        assert margin_bound(sigma, solver.margins, hand, P, U, shifted) \
             == pytest.approx(e)
         for scale in (1e-3, 1e-2, 0.5):
             moved = {2: values[2], 3: values[3] + rng.normal(0.0, scale, values[3].shape)}
             U2 = utilities(hand, moved)
             e2, _ = solver.exploitability(U2, sigma=sigma)
-            bound = margin_bound(sigma, solver.margins, hand.node_actor, hand.term_orders, U, U2)
+            bound = margin_bound(sigma, solver.margins, hand, P, U, U2)
             assert e2 <= bound + 1e-12
             checked += 1
             if scale < 0.1 and hand.node_actor.size:
                 tighter += bound < 0.5 * gain_bound(gains, P, U, U2)
     assert checked == 3 * len(hands)
     assert tighter >= len([h for h in hands if h.node_actor.size])  # most small changes: at least half of them
+
+
+def _one_range_margin_bound(sigma, margins, hand, U_then, U_now):
+    """The margin bound with one range of ΔU_k over all of a hand's outcomes (the jam advantage moved
+    by at most m·(max − min) either way), written here in numpy: the looser bound the per-subtree
+    ranges of :func:`engine.tournament.margin_bound` must never exceed."""
+    occurs = np.arange(U_now.shape[1])[None, :] < hand.term_orders[:, None]
+    moved = (U_now - U_then)[occurs]
+    spread = moved.max(axis=0) - moved.min(axis=0)
+    advantage, mass = (x.astype(np.float64) for x in margins)
+    room = spread[hand.node_actor][:, None] * mass
+    worst = np.maximum.reduce([np.zeros_like(sigma), (1 - sigma) * np.maximum(advantage - room, 0)
+                               + sigma * np.maximum(room - advantage, 0), (1 - sigma) * np.maximum(advantage + room, 0)
+                               + sigma * np.maximum(-advantage - room, 0)])
+    gains = np.zeros(U_now.shape[2])
+    np.add.at(gains, hand.node_actor, worst.sum(axis=1))
+    return gains.max()
+
+
+@pytest.mark.parametrize("players, units", [(4, 9), (5, 9)])
+def test_margin_bound_holds_for_any_change_of_utilities(tiny_tensors, players, units):
+    """The margin bounds take the move of ΔU_k below each decision's jam child and below its fold
+    child apart (the fold side's exactly where nobody has jammed yet); on 4- and 5-player hands
+    (nested subtrees, blind all-ins), for early and certified profiles and for arbitrary changes of
+    every outcome's utilities, the exploitability measured under the new utilities lies between
+    them, the upper one is never above the one-range bound and strictly tighter for most hands, the
+    lower one is exact for unchanged utilities and at least half the exploitability in a quarter of
+    the cases."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.tournament import compile_layer, margin_bounds
+
+    stacks, hands = compile_layer(units, players, PAYOUTS)
+    values = {k: icm_values(compile_layer(units, k, PAYOUTS)[0], PAYOUTS) for k in range(2, players + 1)}
+    rng = np.random.default_rng(3)
+    tighter = checked = informative = 0
+    for hand in hands[::3]:
+        solver = HandSolver(hand, tiny_tensors)
+        U = utilities(hand, values)
+        for certified in (False, True):
+            if certified:
+                solver.solve(U, 1e-4)
+                sigma = solver.strategy()
+            else:
+                solver.iterate(U, 5)
+                sigma = solver.current_strategy()
+            solver.exploitability(U, sigma=sigma)
+            solver.keep_margins()  # of the profile just evaluated
+            P = solver.order_probs.copy()
+            e = solver.exploitability(U, sigma=sigma)[0]
+            assert margin_bounds(sigma, solver.margins, hand, P, U, U) == pytest.approx((e, e), rel=1e-5, abs=1e-12)
+            for scale in (1e-3, 0.1):
+                U2 = U + rng.normal(0.0, scale, U.shape)
+                e2, _ = solver.exploitability(U2, sigma=sigma)
+                bound, lower = margin_bounds(sigma, solver.margins, hand, P, U, U2)
+                looser = _one_range_margin_bound(sigma, solver.margins, hand, U, U2)
+                assert lower - 1e-12 <= e2 <= bound + 1e-12
+                informative += lower > 0.5 * e2 > 0
+                assert bound <= looser * (1 + 1e-5) + 1e-12  # (the kernel widens by the float32 rounding)
+                tighter += bound < 0.99 * looser
+                checked += 1
+    assert checked == 4 * len(hands[::3])
+    assert tighter >= checked // 2
+    assert informative >= checked // 4
+
+
+def _terminals_below(hand, child):
+    """The terminals in the subtree of a node's child (a node index, or −1 − terminal index)."""
+    if child < 0:
+        return [-1 - child]
+    return _terminals_below(hand, hand.node_fold[child]) + _terminals_below(hand, hand.node_jam[child])
+
+
+@pytest.mark.parametrize("players, units", [(4, 9), (5, 9)])
+def test_what_follows_a_fold_before_any_jam_does_not_depend_on_the_folders_class(tiny_tensors, players, units):
+    """The fact behind the margin bounds' exact fold side: where nobody has jammed yet, a decision's
+    fold value per unit of reach is the same for every class, the mean utility of the profile's
+    outcomes below the fold (nobody in the pot holds cards and the folded hand goes back into the
+    deck). Once someone has jammed, card removal with the jammer's hand makes it depend on the class,
+    which is why the bound keeps a range there."""
+    from engine.cfr import NC, HandSolver, Workspace, decision_reach
+    from engine.game_tree import utilities
+    from engine.tournament import compile_layer
+
+    stacks, hands = compile_layer(units, players, PAYOUTS)
+    values = {k: icm_values(compile_layer(units, k, PAYOUTS)[0], PAYOUTS) for k in range(2, players + 1)}
+    exact = varying = 0
+    for hand in hands[::4]:
+        solver = HandSolver(hand, tiny_tensors)
+        U = utilities(hand, values)
+        solver.iterate(U, 5)
+        sigma = solver.current_strategy()
+        ws = Workspace.for_hand(hand)
+        _, cf_fold, _, P = solver.evaluate(sigma, U, ws)
+        K = len(hand.node_actor)
+        mass = np.empty((K, NC))
+        t = tiny_tensors
+        decision_reach(hand.node_depth, t.p1, t.joint2, t.joint3, solver.node_off, ws.R, mass)
+        for h in range(K):
+            k = hand.node_actor[h]
+            reached = mass[h] > 1e-12
+            if not reached.any():
+                continue
+            per_unit = cf_fold[h][reached] / mass[h][reached]
+            below = _terminals_below(hand, hand.node_fold[h])
+            weight = P[below].sum()
+            if hand.node_depth[h] == 0 and weight > 1e-12:
+                mean = (P[below] * U[below][:, :, k]).sum() / weight
+                assert per_unit == pytest.approx(np.full(reached.sum(), mean), rel=1e-9, abs=1e-9)
+                exact += 1
+            elif hand.node_depth[h] == 1:
+                varying += np.ptp(per_unit) > 1e-6
+    assert exact >= len(hands[::4])
+    assert varying > 0
 
 
 def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypatch):

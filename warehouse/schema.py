@@ -185,6 +185,10 @@ _add(Table(
      _c("states_screened", "INTEGER", "states not re-evaluated in a screening outer iteration because the gain when "
                                       "last checked + 10 % of the room the bound allows is within the target (a "
                                       "heuristic; the layer only ends after an outer iteration without screening)"),
+     _c("states_checked", "INTEGER", "states whose profile was measured exactly under the new values (a full pass "
+                                     "over the hand) before deciding whether to solve them again; the rest of the "
+                                     "states not skipped or screened were solved for the first time or were surely "
+                                     "above the target"),
      _c("cfr_iterations", "BIGINT", "CFR+ iterations spent in this outer iteration, all states"),
      _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
      _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $ (for a state "

@@ -146,7 +146,7 @@ def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                   count(*) FILTER (WHERE exploitability > ?) AS states_above_gamma
            FROM state_quality WHERE game = ? GROUP BY players ORDER BY players""", [cfg["gamma"], game]).df()
     log = con.execute("""SELECT players, outer_iteration, target, states_updated, states_skipped, states_screened,
-                                cfr_iterations, max_delta_v, max_exploitability, round(wall_s, 2) AS wall_s
+                                states_checked, cfr_iterations, max_delta_v, max_exploitability, round(wall_s, 2) AS wall_s
                          FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
     ex_post = _ex_post_section(con, game, cfg)
     return f"""# Solve quality
