@@ -13,7 +13,7 @@ Most of a late outer iteration is spent confirming that states are still within 
 skipped when a rigorous bound on its exploitability (:func:`gain_bound`) is within target; while
 the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
 exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later check. The layer
-only stops after an outer iteration without screening updates no state, so the result is as
+only stops after an outer iteration that screens no state updates none, so the result is as
 certified as without it. A state whose solve ends at the CFR+ iteration cap above the target is
 *held* there (:data:`HELD_SLACK`): reported, measured, but not solved in vain in every outer
 iteration.
@@ -618,9 +618,9 @@ def _inner_target(gamma: float, log: list[dict], loose: bool, states: int) -> fl
 def _screens(gamma: float, log: list[dict], loose: bool, target: float) -> bool:
     """Whether the next outer iteration screens (see :data:`SCREEN_FRACTION`).
 
-    Only an outer iteration without screening (every state checked exactly or by a rigorous
-    bound) can end the layer, so one follows each screened outer iteration at gamma that updated
-    no state.
+    Only an outer iteration that screened no state (every state checked exactly or by a rigorous
+    bound) can end the layer, so one without screening follows each outer iteration at gamma that
+    updated no state but screened some.
     """
     if not loose:
         return False
@@ -789,7 +789,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 progress({"event": "outer", **entry})
             if checkpoint is not None:
                 save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
-            if updated == 0 and target <= gamma and not screen:
+            if updated == 0 and target <= gamma and not ledger.screened.any():
+                # (a screening outer iteration that screened no state checked every one like any other)
                 converged = True
                 break
         if not finished:

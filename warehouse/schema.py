@@ -184,7 +184,7 @@ _add(Table(
                                      "utilities since − the change of his expected utility under the profile"),
      _c("states_screened", "INTEGER", "states not re-evaluated in a screening outer iteration because the gain when "
                                       "last checked + 10 % of the room the bound allows is within the target (a "
-                                      "heuristic; the layer only ends after an outer iteration without screening)"),
+                                      "heuristic; the layer only ends after an outer iteration that screened none)"),
      _c("states_checked", "INTEGER", "states whose profile was measured exactly under the new values (a full pass "
                                      "over the hand) before deciding whether to solve them again; the rest of the "
                                      "states not skipped or screened were solved for the first time or were surely "
