@@ -39,6 +39,23 @@ def test_rollout_metadata_records_mode_and_precision(tiny_build):
     assert meta["rows"].value == 818_805 and meta["precision (max std error)"].value > 0
 
 
+def test_solve_metadata_matches_the_solve_log(tiny_build):
+    """A layer's materialization reports its outer iterations, CFR+ iterations and exact checks, the
+    same counts the warehouse's solve_log and state_quality hold for it."""
+    events = tiny_build["result"].get_asset_materialization_events()
+    mats = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    for n in (2, 3):
+        meta = mats[f"solve_{n}p"]
+        outer, checks = con.execute("SELECT count(*), sum(states_checked) FROM solve_log WHERE game = 'tiny' AND "
+                                    "players = ?", [n]).fetchone()
+        its = con.execute("SELECT sum(cfr_iterations) FROM state_quality WHERE game = 'tiny' AND players = ?",
+                          [n]).fetchone()[0]
+        assert (meta["outer_iterations"].value, meta["exact_checks"].value, meta["cfr_iterations"].value) \
+            == (outer, checks, its)
+        assert outer > 0 and its > 0
+
+
 def test_tables(tiny_build):
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     assert con.execute("SELECT count(*) FROM hand_classes").fetchone()[0] == 169
