@@ -128,7 +128,8 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
     V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
-            "states_screened": 3, "states_checked": 2, "cfr_iterations": 40, "max_delta_v": 0.5, "max_exploitability": 0.01, "wall_s": 1.5}]
+            "states_screened": 3, "states_checked": 2, "cfr_iterations": 40, "max_delta_v": 0.5,
+            "max_exploitability": 0.01, "wall_s": 1.5}]
     save_layer(tmp_path, 3, V, log, 1, solvers, ledger)
     back = [HandSolver(h, tiny_tensors) for h in hands]
     ledger_back = Ledger.empty([len(h.term_kind) for h in hands], 3)
