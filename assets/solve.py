@@ -23,7 +23,8 @@ from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.policy_evaluation import finishing_probabilities
 from engine.showdown import showdown_tensors
-from engine.tournament import HELD_SLACK, LayerSolution, solve_layer
+from engine.solve_progress import layer_log_line
+from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
@@ -177,37 +178,6 @@ def _layer_asset(n: int, previous):
             check_results=checks)
 
     return layer
-
-
-def layer_log_line(event: dict) -> tuple[str, str] | None:
-    """(level, message) for the Dagster log of a layer solve's progress event (see
-    :func:`engine.tournament.solve_layer`); None for events the log leaves out."""
-    kind, head = event["event"], f"{event['players']}-player layer"
-    if "outer_iteration" in event:
-        head += f", outer iteration {event['outer_iteration']}"
-    if kind == "outer":
-        return "info", (f"{head}: target {event['target']:.1e} $, {event['states_updated']} states updated, "
-                        f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
-                        f"{event['states_checked']} checked exactly, "
-                        f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "
-                        f"max exploitability {event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
-    if kind == "states":
-        return "info", f"{head}: {event['done']}/{event['states']} states done, {event['wall_s']:.0f} s"
-    if kind == "resumed":
-        return "info", head + (" read back solved from its checkpoint" if event["finished"]
-                               else f" resumed after outer iteration {event['outer']}")
-    if kind == "resumed_states":
-        return "info", f"{head}: {event['done']}/{event['states']} states already done before the interrupt"
-    if kind == "uncertified":
-        return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
-                           f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
-                           f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
-                           f"{HELD_SLACK:g} times as exploitable, and the layer's exploitability check reports "
-                           f"it if it ends above gamma")
-    if kind == "block_saved":
-        return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
-                        f"{event['wall_s']:.0f} s")
-    return None
 
 
 def _build():

@@ -76,7 +76,7 @@ def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payout
     t0 = time.perf_counter()
     e_warm, it_warm = solver.solve(u_warm, gamma, ws=ws)
     t_warm = time.perf_counter() - t0
-    solver.keep_margins(ws)  # as a layer solve does after certifying (for margin_bound)
+    solver.keep_margins(ws)  # as a layer solve does after certifying (for margin_bounds)
     memory = sum(a.nbytes for a in (solver.regret_jam, solver.regret_fold, solver.pred_jam, solver.pred_fold,
                                      solver.solution, *solver.margins) if a is not None)
     return {"stacks": stacks, "nodes": len(hand.node_actor), "depth2": int((hand.node_depth == 2).sum()),

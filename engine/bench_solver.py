@@ -2,6 +2,7 @@
 
     python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
                                   [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
+                                  [--no-kept-sums]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
@@ -11,7 +12,11 @@ iterations and exact checks: the deterministic counts to compare two codes by), 
 model-strategy sweeps over a 3-player game cold and warm-started (``--sweep-units``). A
 ``--checkpoint`` folder makes the solve resumable and keeps its finished layers (a long layer,
 e.g. the 45-unit 4-player one, can be measured with the smaller layers read back);
-``--verbose`` prints every outer iteration.
+``--verbose`` prints its progress (every outer iteration, states done, checkpoints);
+``--no-kept-sums`` solves without the depth-2 sums kept between outer iterations, as the 45-unit
+4- and 5-player layers must (they do not fit the budget), so a smaller layer can stand in for
+them: e.g. ``--layer-units 20 --layer-players 4 --layer-gamma 1e-4 --sweep-units 0 --no-kept-sums``
+with ``NUMBA_NUM_THREADS=1``.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ import os
 import time
 from pathlib import Path
 
+from engine import tournament
 from engine.cfr import HandSolver, SolverTensors
 from engine.game_tree import compile_hand, utilities
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
+from engine.solve_progress import layer_log_line
 from engine.tournament import icm_values, solve_tournament
 
 
@@ -42,8 +49,15 @@ def main(argv: list[str] | None = None) -> None:
                              "game with this many units; 0 skips")
     parser.add_argument("--checkpoint", type=Path, default=None,
                         help="checkpoint folder of the PI-CFR+ solve (resumes from it; finished layers are read back)")
-    parser.add_argument("--verbose", action="store_true", help="print every outer iteration of the PI-CFR+ solve")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the PI-CFR+ solve's progress: every outer iteration, states done, checkpoints")
+    parser.add_argument("--no-kept-sums", action="store_true",
+                        help="keep no depth-2 sums between outer iterations (DEPTH2_SUM_BUDGET 0), as the 45-unit "
+                             "4- and 5-player layers run, to measure them on a smaller layer")
     args = parser.parse_args(argv)
+    _check_arguments(parser, args)
+    if args.no_kept_sums:
+        tournament.DEPTH2_SUM_BUDGET = 0
     payouts = (50.0, 30.0, 20.0)
     t0 = time.perf_counter()
     tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
@@ -69,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{solver.iterations} iterations {expl:.2e} $ (ICM successor values)")
     t0 = time.perf_counter()
     sol = solve_tournament(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma, tensors,
-                           checkpoint=args.checkpoint, progress=_print_outer if args.verbose else None)
+                           checkpoint=args.checkpoint, progress=_print_progress if args.verbose else None)
     its = sum(int(s.iterations.sum()) for s in sol.values())
     states = sum(len(s.stacks) for s in sol.values())
     print(f"PI-CFR+ of a {args.layer_players}-player {args.layer_units}-unit game to gamma {args.layer_gamma:g}: {states} states, "
@@ -83,13 +97,28 @@ def main(argv: list[str] | None = None) -> None:
         model_sweep_figures(args.sweep_units, payouts, tensors)
 
 
-def _print_outer(event: dict) -> None:
-    if event["event"] == "outer":
-        print(f"  {event['players']}-player layer, outer iteration {event['outer_iteration']}: target "
-              f"{event['target']:.1e} $, {event['states_updated']} updated, {event['states_skipped']} skipped, "
-              f"{event['states_screened']} screened, {event['states_checked']} checked exactly, "
-              f"{event['cfr_iterations']} CFR+ iterations, max |dV| {event['max_delta_v']:.2e} $, "
-              f"{event['wall_s']:.1f} s", flush=True)
+def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject bad arguments before the tensors are built (exit 2, naming the argument and the rule)."""
+    if args.units < 5:
+        parser.error("--units must be at least 5 (one state per player count 2..5)")
+    if args.iterations < 1:
+        parser.error("--iterations must be at least 1")
+    if not 2 <= args.layer_players <= 5:
+        parser.error("--layer-players must be 2 to 5")
+    if args.layer_units < args.layer_players:
+        parser.error("--layer-units must be at least --layer-players")
+    if not args.layer_gamma > 0:
+        parser.error("--layer-gamma must be > 0")
+    if args.sweep_units and args.sweep_units < 3:
+        parser.error("--sweep-units must be 0 (no sweeps) or at least 3")
+    if args.checkpoint is not None and args.checkpoint.exists() and not args.checkpoint.is_dir():
+        parser.error(f"--checkpoint must be a folder: {args.checkpoint} is a file")
+
+
+def _print_progress(event: dict) -> None:
+    line = layer_log_line(event)
+    if line is not None:
+        print(f"  {line[1]}" if line[0] == "info" else f"  {line[0].upper()}: {line[1]}", flush=True)
 
 
 def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverTensors) -> None:

@@ -366,13 +366,6 @@ def needs_no_check(lower: float, upper: float, target: float) -> bool:
     return lower > target and (lower > RESCALE_ABOVE * target or upper <= RESCALE_ABOVE * target)
 
 
-def margin_bound(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], hand: CompiledHand,
-                 order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:
-    """Upper bound ($) on a profile's exploitability under ``U_now`` from its decisions' margins under ``U_then``
-    (the first of :func:`margin_bounds`)."""
-    return margin_bounds(sigma, margins, hand, order_probs, U_then, U_now)[0]
-
-
 def margin_bounds(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], hand: CompiledHand,
                   order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> tuple[float, float]:
     """Upper and lower bound ($) on a profile's exploitability under ``U_now`` from its decisions' margins
@@ -409,73 +402,58 @@ def margin_bounds(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], han
     n = U_now.shape[2]
     if not K:
         return 0.0, 0.0
-    T = U_now.shape[0]
-    low, high, mean = np.empty((K, n)), np.empty((K, n)), np.empty((K, n))
-    term_low, term_high, term_mean = np.empty((T, n)), np.empty((T, n)), np.empty((T, n))
-    mass, term_mass = np.empty(K), np.empty(T)
-    _subtree_moves(hand.node_fold, hand.node_jam, hand.term_orders, order_probs, U_then, U_now, low, high, mean, mass,
-                   term_low, term_high, term_mean, term_mass)
+    rows = K + U_now.shape[0]  # one per node, then one per terminal (see _subtree_row)
+    low, high, mean, mass = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows)
+    _subtree_moves(hand.node_fold, hand.node_jam, hand.term_orders, order_probs, U_then, U_now, low, high, mean, mass)
     gains, sure_gains = np.zeros(n), np.zeros(n)
     _margin_gains(sigma, margins[0], margins[1], hand.node_actor, hand.node_depth, hand.node_fold, hand.node_jam,
-                  low, high, mean, mass, term_low, term_high, term_mean, term_mass, gains, sure_gains)
+                  low, high, mean, mass, gains, sure_gains)
     return float(gains.max()), float(sure_gains.max())
 
 
 @nb.njit(cache=True, nogil=True)
-def _subtree_moves(node_fold, node_jam, term_orders, order_probs, U_then, U_now, low, high, mean, mass,
-                   term_low, term_high, term_mean, term_mass):
-    """Per node h and player p, over the outcomes that occur below h, of ΔU_p = U_now − U_then:
-    low/high[h, p] the min/max, mean[h, p] the mean under ``order_probs`` and mass[h] their total
-    probability (term_*: the same over terminal t's outcomes). Children come after their parent."""
-    n = low.shape[1]
-    for t in range(term_orders.shape[0]):
-        term_mass[t] = 0.0
-        for p in range(n):
-            term_low[t, p] = np.inf
-            term_high[t, p] = -np.inf
-            term_mean[t, p] = 0.0
-        for o in range(term_orders[t]):
-            q = order_probs[t, o]
-            term_mass[t] += q
-            for p in range(n):
-                d = U_now[t, o, p] - U_then[t, o, p]
-                term_low[t, p] = min(term_low[t, p], d)
-                term_high[t, p] = max(term_high[t, p], d)
-                term_mean[t, p] += q * d  # a probability-weighted sum until divided below
-    for h in range(low.shape[0] - 1, -1, -1):
-        mass[h] = 0.0
-        for p in range(n):
-            low[h, p] = np.inf
-            high[h, p] = -np.inf
-            mean[h, p] = 0.0
-        for child in (node_fold[h], node_jam[h]):
-            lo, hi, mu, q = _child_moves(child, low, high, mean, mass, term_low, term_high, term_mean, term_mass)
-            mass[h] += q
-            for p in range(n):
-                low[h, p] = min(low[h, p], lo[p])
-                high[h, p] = max(high[h, p], hi[p])
-                mean[h, p] += mu[p]
-    for t in range(term_orders.shape[0]):
-        if term_mass[t] > 0.0:
-            for p in range(n):
-                term_mean[t, p] /= term_mass[t]
-    for h in range(low.shape[0]):
-        if mass[h] > 0.0:
-            for p in range(n):
-                mean[h, p] /= mass[h]
+def _subtree_row(child, K):
+    """The row of a node's child (a node index, or −1 − terminal index) in :func:`_subtree_moves`' arrays."""
+    return child if child >= 0 else K - 1 - child
 
 
 @nb.njit(cache=True, nogil=True)
-def _child_moves(child, low, high, mean, mass, term_low, term_high, term_mean, term_mass):
-    if child >= 0:
-        return low[child], high[child], mean[child], mass[child]
-    t = -1 - child
-    return term_low[t], term_high[t], term_mean[t], term_mass[t]
+def _subtree_moves(node_fold, node_jam, term_orders, order_probs, U_then, U_now, low, high, mean, mass):
+    """Per row (node h, then terminal t at row K + t) and player p, over the outcomes that occur in
+    its subtree, of ΔU_p = U_now − U_then: low/high the min/max, mean the mean under ``order_probs``
+    and mass their total probability. Children come after their parent in node order."""
+    K, n = node_fold.shape[0], low.shape[1]
+    low[:] = np.inf
+    high[:] = -np.inf
+    mean[:] = 0.0  # probability-weighted sums until divided at the end
+    mass[:] = 0.0
+    for t in range(term_orders.shape[0]):
+        r = K + t
+        for o in range(term_orders[t]):
+            q = order_probs[t, o]
+            mass[r] += q
+            for p in range(n):
+                d = U_now[t, o, p] - U_then[t, o, p]
+                low[r, p] = min(low[r, p], d)
+                high[r, p] = max(high[r, p], d)
+                mean[r, p] += q * d
+    for h in range(K - 1, -1, -1):
+        for child in (node_fold[h], node_jam[h]):
+            r = _subtree_row(child, K)
+            mass[h] += mass[r]
+            for p in range(n):
+                low[h, p] = min(low[h, p], low[r, p])
+                high[h, p] = max(high[h, p], high[r, p])
+                mean[h, p] += mean[r, p]
+    for r in range(mass.shape[0]):
+        if mass[r] > 0.0:
+            for p in range(n):
+                mean[r, p] /= mass[r]
 
 
 @nb.njit(cache=True, nogil=True)
 def _margin_gains(sigma, advantage, mass, node_actor, node_depth, node_fold, node_jam, low, high, mean, subtree_mass,
-                  term_low, term_high, term_mean, term_mass, gains, sure_gains):
+                  gains, sure_gains):
     """Per player, the largest gain :func:`margin_bounds` allows (added into ``gains``, $) and the gain
     it guarantees (added into ``sure_gains``).
 
@@ -483,17 +461,15 @@ def _margin_gains(sigma, advantage, mass, node_actor, node_depth, node_fold, nod
     the same in numpy (a dozen temporary K × 169 arrays) took 0.3 ms of interpreter time per state.
     """
     rounding = 2.0 ** -20
-    for h in range(sigma.shape[0]):
+    K = sigma.shape[0]
+    for h in range(K):
         k = node_actor[h]
-        jam_low, jam_high, _, _ = _child_moves(node_jam[h], low, high, mean, subtree_mass, term_low, term_high,
-                                               term_mean, term_mass)
-        fold_low, fold_high, fold_mean, fold_mass = _child_moves(node_fold[h], low, high, mean, subtree_mass, term_low,
-                                                                 term_high, term_mean, term_mass)
-        fold_lo, fold_hi = fold_low[k], fold_high[k]
-        if node_depth[h] == 0 and fold_mass > 1e-12:  # the fold side's move is known exactly
-            fold_lo = fold_hi = fold_mean[k]
-        down = jam_low[k] - fold_hi  # d moves by m·[down, up]
-        up = jam_high[k] - fold_lo
+        jam, fold = _subtree_row(node_jam[h], K), _subtree_row(node_fold[h], K)
+        fold_lo, fold_hi = low[fold, k], high[fold, k]
+        if node_depth[h] == 0 and subtree_mass[fold] > 1e-12:  # the fold side's move is known exactly
+            fold_lo = fold_hi = mean[fold, k]
+        down = low[jam, k] - fold_hi  # d moves by m·[down, up]
+        up = high[jam, k] - fold_lo
         total = sure = 0.0
         for c in range(sigma.shape[1]):
             a = np.float64(advantage[h, c])

@@ -211,16 +211,23 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
     same(again, whole)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--players", "7"], "--players must be 2 to 5"),
-    (["--players", "4", "--units", "3"], "--units must be at least --players"),
-    (["--samples", "0"], "--samples must be at least 1"),
-    (["--gamma", "0"], "--gamma must be > 0"),
-    (["--seed", "-1"], "--seed must be >= 0"),
+@pytest.mark.parametrize("benchmark, argv, message", [
+    ("bench_layer", ["--players", "7"], "--players must be 2 to 5"),
+    ("bench_layer", ["--players", "4", "--units", "3"], "--units must be at least --players"),
+    ("bench_layer", ["--samples", "0"], "--samples must be at least 1"),
+    ("bench_layer", ["--gamma", "0"], "--gamma must be > 0"),
+    ("bench_layer", ["--seed", "-1"], "--seed must be >= 0"),
+    ("bench_solver", ["--units", "4"], "--units must be at least 5"),
+    ("bench_solver", ["--iterations", "0"], "--iterations must be at least 1"),
+    ("bench_solver", ["--layer-players", "6"], "--layer-players must be 2 to 5"),
+    ("bench_solver", ["--layer-players", "4", "--layer-units", "3"], "--layer-units must be at least --layer-players"),
+    ("bench_solver", ["--layer-gamma", "0"], "--layer-gamma must be > 0"),
+    ("bench_solver", ["--sweep-units", "2"], "--sweep-units must be 0 (no sweeps) or at least 3"),
 ])
-def test_layer_benchmark_rejects_bad_arguments(argv, message, capsys):
-    from engine.bench_layer import main
+def test_solver_benchmarks_reject_bad_arguments(benchmark, argv, message, capsys):
+    import importlib
 
+    main = importlib.import_module(f"engine.{benchmark}").main
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2 and message in capsys.readouterr().err
@@ -233,6 +240,36 @@ def test_layer_benchmark_projects_a_small_layer(capsys):
     out = capsys.readouterr().out
     assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
     assert "from a neighbour" in out and "the first solve of every state" in out
+
+
+def test_solver_benchmark_rejects_a_checkpoint_that_is_a_file(tmp_path, capsys):
+    from engine.bench_solver import main
+
+    path = tmp_path / "not-a-folder"
+    path.write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main(["--checkpoint", str(path)])
+    assert exc.value.code == 2 and f"--checkpoint must be a folder: {path} is a file" in capsys.readouterr().err
+
+
+def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, capsys, monkeypatch):
+    """With --checkpoint and --verbose the benchmark prints every outer iteration and its counts; run
+    again on the same folder, it reads the finished layers back instead of solving them; --no-kept-sums
+    sets the layer solve's budget for kept depth-2 sums to 0."""
+    from engine import tournament
+    from engine.bench_solver import main
+
+    monkeypatch.setattr(tournament, "DEPTH2_SUM_BUDGET", tournament.DEPTH2_SUM_BUDGET)  # restored afterwards
+    argv = ["--units", "6", "--iterations", "2", "--layer-units", "6", "--layer-players", "3", "--layer-gamma",
+            "1e-2", "--sweep-units", "0", "--checkpoint", str(tmp_path / "ckpt"), "--verbose", "--no-kept-sums"]
+    main(argv)
+    first = capsys.readouterr().out
+    assert tournament.DEPTH2_SUM_BUDGET == 0
+    assert "3-player layer, outer iteration 1: target 1.0e+00 $" in first and "checked exactly" in first
+    assert "PI-CFR+ of a 3-player 6-unit game to gamma 0.01: 15 states" in first and "exact checks [" in first
+    main(argv)
+    again = capsys.readouterr().out
+    assert "3-player layer read back solved from its checkpoint" in again and "outer iteration 1:" not in again
 
 
 def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
@@ -346,7 +383,7 @@ def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tens
     uniform shift of every player's utilities leaves it at the gain then."""
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
-    from engine.tournament import gain_bound, margin_bound
+    from engine.tournament import gain_bound, margin_bounds
 
     hands, values = _six_unit_layer_with_icm_values()
     rng = np.random.default_rng(11)
@@ -359,15 +396,15 @@ def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tens
         sigma = solver.strategy()
         e, gains = solver.exploitability(U)
         P = solver.order_probs.copy()
-        assert margin_bound(sigma, solver.margins, hand, P, U, U) == pytest.approx(e)
+        assert margin_bounds(sigma, solver.margins, hand, P, U, U)[0] == pytest.approx(e)
         shifted = U + np.array([0.3, -0.2, 0.1])
-        assert margin_bound(sigma, solver.margins, hand, P, U, shifted) \
+        assert margin_bounds(sigma, solver.margins, hand, P, U, shifted)[0] \
             == pytest.approx(e)
         for scale in (1e-3, 1e-2, 0.5):
             moved = {2: values[2], 3: values[3] + rng.normal(0.0, scale, values[3].shape)}
             U2 = utilities(hand, moved)
             e2, _ = solver.exploitability(U2, sigma=sigma)
-            bound = margin_bound(sigma, solver.margins, hand, P, U, U2)
+            bound = margin_bounds(sigma, solver.margins, hand, P, U, U2)[0]
             assert e2 <= bound + 1e-12
             checked += 1
             if scale < 0.1 and hand.node_actor.size:
@@ -379,7 +416,7 @@ def test_margin_bound_holds_and_beats_the_gain_bound_for_small_changes(tiny_tens
 def _one_range_margin_bound(sigma, margins, hand, U_then, U_now):
     """The margin bound with one range of ΔU_k over all of a hand's outcomes (the jam advantage moved
     by at most m·(max − min) either way), written here in numpy: the looser bound the per-subtree
-    ranges of :func:`engine.tournament.margin_bound` must never exceed."""
+    ranges of :func:`engine.tournament.margin_bounds` must never exceed."""
     occurs = np.arange(U_now.shape[1])[None, :] < hand.term_orders[:, None]
     moved = (U_now - U_then)[occurs]
     spread = moved.max(axis=0) - moved.min(axis=0)
