@@ -205,12 +205,24 @@ def _terminal_order_probs(t, kind, d, rt, off, p1, joint2, win2, wr1, or3r, or3r
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _depth2_values(Q, fold_values, S, Gbuf, U, t, p, qoff, foff, count):
-    """Q[p, qoff + i] for i < count at a depth-2 node: fold (1 − S) or see the three-way showdown t."""
+    """Q[p, qoff + i] for i < count at a depth-2 node: fold (1 − S) or see the three-way showdown t.
+
+    A whole row (count > 1) goes through views starting at its offsets, so the loop indexes from 0
+    and compiles without negative-index checks (see :func:`hand_pass`)."""
     u0, u1, u2, u3, u4, u5 = U[t, 0, p], U[t, 1, p], U[t, 2, p], U[t, 3, p], U[t, 4, p], U[t, 5, p]
+    if count == 1:
+        g = qoff * 6
+        Q[p, qoff] = ((1.0 - S[qoff]) * fold_values[p, foff] + Gbuf[g] * u0 + Gbuf[g + 1] * u1
+                      + Gbuf[g + 2] * u2 + Gbuf[g + 3] * u3 + Gbuf[g + 4] * u4 + Gbuf[g + 5] * u5)
+        return
+    Qv = Q[p, qoff:qoff + count]
+    Fv = fold_values[p, foff:foff + count]
+    Sv = S[qoff:qoff + count]
+    Gv = Gbuf[qoff * 6:(qoff + count) * 6]
     for i in range(count):
-        g = (qoff + i) * 6
-        Q[p, qoff + i] = ((1.0 - S[qoff + i]) * fold_values[p, foff + i] + Gbuf[g] * u0 + Gbuf[g + 1] * u1
-                          + Gbuf[g + 2] * u2 + Gbuf[g + 3] * u3 + Gbuf[g + 4] * u4 + Gbuf[g + 5] * u5)
+        g = i * 6
+        Qv[i] = ((1.0 - Sv[i]) * Fv[i] + Gv[g] * u0 + Gv[g + 1] * u1 + Gv[g + 2] * u2 + Gv[g + 3] * u3
+                 + Gv[g + 4] * u4 + Gv[g + 5] * u5)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -261,8 +273,10 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             root_values[p] = Tbuf[p, term_off[t]]
         return
     # ---------------- forward: reach and jam chance
+    # The hot loops index views that start at a node's offset, and class lists are unsigned
+    # (supp): numba then emits no negative-index wraparound, and the row loops vectorise.
     R[node_off[root]] = 1.0
-    supp = np.empty(NC, np.int64)
+    supp = np.empty(NC, np.uint64)
     cols = np.empty(NC, np.int64)
     changed = np.empty(NC, np.int64)
     delta = np.empty(NC)
@@ -270,52 +284,54 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     for h in range(K):
         d = node_depth[h]
         off = node_off[h]
-        ns = _support(sigma[h], supp)
+        sig = sigma[h]
+        ns = _support(sig, supp)
+        size = _size(d)
+        Sv = S[off:off + size]
         if d == 0:
             s = 0.0
             for c in range(NC):
-                s += p1[c] * sigma[h, c]
-            S[off] = s
+                s += p1[c] * sig[c]
+            Sv[0] = s
         elif d == 1:
             for a in range(NC):
+                row = cond2[a]
                 s = 0.0
                 for i in range(ns):
                     c = supp[i]
-                    s += cond2[a, c] * sigma[h, c]
-                S[off + a] = s
+                    s += row[c] * sig[c]
+                Sv[a] = s
         else:
             cr = node_creator[h]
+            Rcr = R[node_off[cr]:node_off[cr] + NC]
+            scr = sigma[cr]
             for a in range(NC):
-                need[a] = R[node_off[cr] + a] > 0.0 or sigma[cr, a] > 0.0
-            _three_way_chances(sigma[h], ns, supp, m3p, m3q, class_order, Gbuf, off, Gsig[h], G_ready, h, changed,
+                need[a] = Rcr[a] > 0.0 or scr[a] > 0.0
+            _three_way_chances(sig, ns, supp, m3p, m3q, class_order, Gbuf, off, Gsig[h], G_ready, h, changed,
                                delta, need, Gvalid[h], pairs, pair_sums)
-            for i in range(NC * NC):
-                g = (off + i) * 6
-                S[off + i] = Gbuf[g] + Gbuf[g + 1] + Gbuf[g + 2] + Gbuf[g + 3] + Gbuf[g + 4] + Gbuf[g + 5]
-        size = _size(d)
+            Gv = Gbuf[off * 6:(off + size) * 6]
+            for i in range(size):
+                g = i * 6
+                Sv[i] = Gv[g] + Gv[g + 1] + Gv[g + 2] + Gv[g + 3] + Gv[g + 4] + Gv[g + 5]
+        Rv = R[off:off + size]
         f = node_fold[h]
         if f >= 0:
-            fo = node_off[f]
-            for i in range(size):
-                R[fo + i] = R[off + i] * (1.0 - S[off + i])
+            dst = R[node_off[f]:node_off[f] + size]
         else:
-            ft = -1 - f
-            fo = term_off[ft]
-            for i in range(size):
-                RT[fo + i] = R[off + i] * (1.0 - S[off + i])
+            dst = RT[term_off[-1 - f]:term_off[-1 - f] + size]
+        for i in range(size):
+            dst[i] = Rv[i] * (1.0 - Sv[i])
         j = node_jam[h]
         if d < 2:
             if j >= 0:
-                jo = node_off[j]
-                for i in range(size):
-                    for c in range(NC):
-                        R[jo + i * NC + c] = R[off + i] * sigma[h, c]
+                dst = R[node_off[j]:node_off[j] + size * NC]
             else:
-                jt = -1 - j
-                jo = term_off[jt]
-                for i in range(size):
-                    for c in range(NC):
-                        RT[jo + i * NC + c] = R[off + i] * sigma[h, c]
+                dst = RT[term_off[-1 - j]:term_off[-1 - j] + size * NC]
+            for i in range(size):
+                r = Rv[i]
+                base = i * NC
+                for c in range(NC):
+                    dst[base + c] = r * sig[c]
     # ---------------- backward: values and counterfactual values
     for h in range(K - 1, -1, -1):
         d = node_depth[h]
@@ -328,37 +344,43 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             cf_fold[h, c] = 0.0
             cf_jam[h, c] = 0.0
         if d < 2:
-            ns = _support(sigma[h], supp)
+            sig = sigma[h]
+            ns = _support(sig, supp)
+            fold_src = Q if f >= 0 else Tbuf
+            fb = node_off[f] if f >= 0 else term_off[-1 - f]
+            jam_src = Q if j >= 0 else Tbuf
+            jb = node_off[j] if j >= 0 else term_off[-1 - j]
+            Sv = S[off:off + size]
             for p in range(n):
+                Fp = fold_src[p, fb:fb + size]
+                Jp = jam_src[p, jb:jb + size * NC]
+                Qp = Q[p, off:off + size]
                 for i in range(size):
-                    qf = Q[p, node_off[f] + i] if f >= 0 else Tbuf[p, term_off[-1 - f] + i]
-                    acc = (1.0 - S[off + i]) * qf
-                    jbase = (node_off[j] if j >= 0 else term_off[-1 - j]) + i * NC
-                    if d == 0:
-                        for ii in range(ns):
-                            c = supp[ii]
-                            qj = Q[p, jbase + c] if j >= 0 else Tbuf[p, jbase + c]
-                            acc += p1[c] * sigma[h, c] * qj
-                    else:
-                        for ii in range(ns):
-                            c = supp[ii]
-                            qj = Q[p, jbase + c] if j >= 0 else Tbuf[p, jbase + c]
-                            acc += cond2[i, c] * sigma[h, c] * qj
-                    Q[p, off + i] = acc
+                    acc = (1.0 - Sv[i]) * Fp[i]
+                    w = p1 if d == 0 else cond2[i]
+                    base = np.uint64(i * NC)
+                    for ii in range(ns):
+                        c = supp[ii]
+                        acc += w[c] * sig[c] * Jp[base + c]
+                    Qp[i] = acc
             # counterfactual values of the actor
+            Rv = R[off:off + size]
+            Fk = fold_src[k, fb:fb + size]
+            cff = cf_fold[h]
+            cfj = cf_jam[h]
             for i in range(size):
-                r = R[off + i]
+                r = Rv[i]
                 if r == 0.0:
                     continue
-                qf = Q[k, node_off[f] + i] if f >= 0 else Tbuf[k, term_off[-1 - f] + i]
-                jbase = (node_off[j] if j >= 0 else term_off[-1 - j]) + i * NC
+                qf = Fk[i]
+                Jk = jam_src[k, jb + i * NC:jb + (i + 1) * NC]
+                wrow = p1 if d == 0 else joint2[i]
                 for c in range(NC):
-                    w = (p1[c] if d == 0 else joint2[i, c]) * r
+                    w = wrow[c] * r
                     if w == 0.0:
                         continue
-                    qj = Q[k, jbase + c] if j >= 0 else Tbuf[k, jbase + c]
-                    cf_fold[h, c] += w * qf
-                    cf_jam[h, c] += w * qj
+                    cff[c] += w * qf
+                    cfj[c] += w * Jk[c]
         else:
             # depth 2: the jam child is a three-way showdown (terminal -1 - j, kind J3). The pass
             # reads this node's values at (a, b) for every player where the creator's actor jams b,

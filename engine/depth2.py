@@ -66,10 +66,10 @@ def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
         for i0 in range(0, nw, CLASS_GROUP):
             i1 = min(i0 + CLASS_GROUP, nw)
             for j in range(j0, j1):
-                q = pairs[j]
+                q = np.uint64(pairs[j])  # unsigned: no negative-index wraparound in the inner loop
                 g0, g1, g2, g3, g4, g5 = acc[j, 0], acc[j, 1], acc[j, 2], acc[j, 3], acc[j, 4], acc[j, 5]
                 for i in range(i0, i1):
-                    c = classes[i]
+                    c = np.uint64(classes[i])
                     w = weights[i]
                     g0 += w * m3p[c, q, 0]
                     g1 += w * m3p[c, q, 1]
