@@ -1,6 +1,6 @@
 """Layer projection benchmark: what solving a whole 45-unit layer would cost, from a sample of its states.
 
-    python -m engine.bench_layer [--units 45] [--players 5] [--samples 24] [--gamma 1e-4] [--seed 1]
+    python -m engine.bench_layer [--units 45] [--players 5] [--samples 24] [--gamma 1e-4] [--seed 1] [--perf-map]
 
 A PI-CFR+ layer solve (:func:`engine.tournament.solve_layer`) is one cold solve of every state,
 then warm re-solves of the states whose successor values moved. This samples states uniformly
@@ -29,6 +29,7 @@ PERFORMANCE.md). Also prints the solver memory per state (regrets, predictions a
 float32, certified profile in float64; the average only lives during a solve) and for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
+``--perf-map`` names the compiled kernels for a ``perf record`` of the run (see :mod:`engine.perf_map`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import numpy as np
 
 from engine.cfr import HandSolver, SolverTensors, Workspace
 from engine.game_tree import compile_hand, utilities
+from engine.perf_map import write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=24)
     parser.add_argument("--gamma", type=float, default=1e-4, help="target single-hand exploitability ($)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--perf-map", action="store_true",
+                        help="write /tmp/perf-<pid>.map naming the numba kernels for perf (run with a fresh NUMBA_CACHE_DIR)")
     args = parser.parse_args(argv)
     _check_arguments(parser, args)
     payouts = (50.0, 30.0, 20.0)
@@ -178,6 +182,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{first_total / threads / 3600:.2f} h; one warm pass over every state {warm_total / threads / 3600:.2f} h")
     print(f"  solver memory between solves (float32 regrets, predictions and decision margins, float64 certified "
           f"profile): {mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
+    if args.perf_map:
+        named = write_perf_map()
+        print(f"  perf map: {named} compiled functions named in /tmp/perf-{os.getpid()}.map"
+              + ("" if named else " (none: every kernel came from the on-disk cache; use a fresh NUMBA_CACHE_DIR)"))
 
 
 if __name__ == "__main__":
