@@ -171,7 +171,7 @@ def _layer_asset(n: int, previous):
         return dg.MaterializeResult(
             metadata={"game": cfg.name, "states": len(sol.stacks), "outer_iterations": len(sol.log),
                       "cfr_iterations": int(sol.iterations.sum()),
-                      "exact_checks": int(sum(e["states_checked"] for e in sol.log)),
+                      "exact_checks": sol.exact_checks,
                       "max_exploitability_usd": float(sol.exploitability.max()), "gamma": cfg.gamma,
                       "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
                       "preview": dg.MetadataValue.md(preview)},

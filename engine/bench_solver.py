@@ -31,8 +31,8 @@ from engine.cfr import HandSolver, SolverTensors
 from engine.game_tree import compile_hand, utilities
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
-from engine.states import enumerate_states, state_index
 from engine.solve_progress import layer_log_line
+from engine.states import enumerate_states, state_index
 from engine.tournament import icm_values, solve_tournament
 
 
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     states = sum(len(s.stacks) for s in sol.values())
     print(f"PI-CFR+ of a {args.layer_players}-player {args.layer_units}-unit game to gamma {args.layer_gamma:g}: {states} states, "
           f"{its} CFR+ iterations, {time.perf_counter() - t0:.1f} s, outer iterations "
-          f"{[len(s.log) for s in sol.values()]}, exact checks "
-          f"{[sum(e['states_checked'] for e in s.log) for s in sol.values()]}, max exploitability {max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
+          f"{[len(s.log) for s in sol.values()]}, exact checks {[s.exact_checks for s in sol.values()]}, max "
+          f"exploitability {max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
           f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
 

@@ -343,16 +343,16 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
         for c in range(NC):
             cf_fold[h, c] = 0.0
             cf_jam[h, c] = 0.0
+        fold_values = Q if f >= 0 else Tbuf  # the fold child's values: a node's, or a terminal's
+        foff = node_off[f] if f >= 0 else term_off[-1 - f]
         if d < 2:
             sig = sigma[h]
             ns = _support(sig, supp)
-            fold_src = Q if f >= 0 else Tbuf
-            fb = node_off[f] if f >= 0 else term_off[-1 - f]
             jam_src = Q if j >= 0 else Tbuf
             jb = node_off[j] if j >= 0 else term_off[-1 - j]
             Sv = S[off:off + size]
             for p in range(n):
-                Fp = fold_src[p, fb:fb + size]
+                Fp = fold_values[p, foff:foff + size]
                 Jp = jam_src[p, jb:jb + size * NC]
                 Qp = Q[p, off:off + size]
                 for i in range(size):
@@ -365,7 +365,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
                     Qp[i] = acc
             # counterfactual values of the actor
             Rv = R[off:off + size]
-            Fk = fold_src[k, fb:fb + size]
+            Fk = fold_values[k, foff:foff + size]
             cff = cf_fold[h]
             cfj = cf_jam[h]
             for i in range(size):
@@ -389,8 +389,6 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
             cr = node_creator[h]
             k_cr = node_actor[cr]
             ncol = _support(sigma[cr], cols)
-            fold_values = Q if f >= 0 else Tbuf
-            foff = node_off[f] if f >= 0 else term_off[-1 - f]
             for a in range(NC):
                 row_a = a * NC
                 creator_reached = R[node_off[cr] + a] > 0.0

@@ -61,6 +61,11 @@ class LayerSolution:
     order_probs: list[np.ndarray]  # per state (terminals, 6) outcome probabilities of the profile
     log: list[dict] = field(default_factory=list)
 
+    @property
+    def exact_checks(self) -> int:
+        """Exact exploitability checks the solve made, over all its outer iterations (``states_checked``)."""
+        return int(sum(e["states_checked"] for e in self.log))
+
 
 def model_layer_values(model: str, stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
     """An equity model's payoffs ($) of a layer: the players present compete for places 1..n."""
