@@ -187,9 +187,10 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
     A pair kept up to date last time (a or b in ``valid``) is updated by the change of σ,
     G += Σ_{c changed} Δσ(c) P(c | a, b) P(o | a, b, c): CFR+ iterates change a few classes per
     node after the first iterations. Other needed pairs, and all of them the first time or when
-    the change touches more classes than the new support, are summed from scratch over the
-    support (169² · |support| · 6 multiply-adds at most), or, when σ is nearly a threshold in the
-    class ``order``, from the running sums m3q (:func:`prefix_by_class`) and its few deviations.
+    the change touches more classes than the new support (or than a sum from the running sums
+    reads blocks), are summed from scratch over the support (169² · |support| · 6 multiply-adds
+    at most), or, when σ is nearly a threshold in the class ``order``, from the running sums m3q
+    (:func:`prefix_by_class`) and its few deviations.
 
     Only pairs a <= b are summed, from the packed class-major tensor m3p[c, pair(a, b), o]
     (:func:`pack_pairs`): swapping the two jammers permutes the showdown orders,
@@ -209,6 +210,20 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
                 nd += 1
         if nd > ns:
             incremental = False
+        elif nd > 2:
+            # a sum from scratch over the running sums reads 1 + (deviations) blocks per pair,
+            # the update one per changed class: take whichever reads fewer
+            k, nk = threshold_split(sig, order, changed, delta)
+            if k > 0 and nk + 1 < nd:
+                incremental = False
+            else:
+                nd = 0
+                for c in range(NC):
+                    dv = sig[c] - gsig[c]
+                    if dv != 0.0:
+                        changed[nd] = c
+                        delta[nd] = dv
+                        nd += 1
         elif nd == 0:
             fresh = False  # σ unchanged: only pairs that became needed are summed
             for c in range(NC):

@@ -365,6 +365,39 @@ def test_incremental_three_way_chances_match_a_fresh_pass(tensors):
         np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)
 
 
+def test_a_moved_threshold_is_summed_from_the_running_sums(tensors):
+    """When a depth-2 range moves by more classes than it deviates from a top set of the class
+    order, its jam chances are summed anew from the running sums instead of updated class by class
+    (engine.depth2._three_way_chances): each pass must still equal a fresh pass and brute force."""
+    from engine.cfr import Workspace
+    from engine.depth2 import threshold_split
+
+    stacks = (10, 15, 20)
+    tree, hand, solver, ev = make_case(stacks, tensors)
+    depth2 = np.flatnonzero(hand.node_depth == 2)
+    assert len(depth2)
+    order = solver.tensors.class_order
+    rng = np.random.default_rng(11)
+    U = random_utilities(rng, tree, ev.paths)
+    ws = Workspace.for_hand(hand)
+    sigma = dense_profile(rng, ev.K)
+    before = None
+    for k in (30, 36, 45, 41):  # the top k classes jam, one more mixes
+        for h in depth2:
+            sigma[h] = 0.0
+            sigma[h, order[:k]] = 1.0
+            sigma[h, order[k]] = 0.4
+        if before is not None:  # more classes moved than the running sums' 1 + deviations
+            changed = int((sigma[depth2[0]] != before).sum())
+            _, deviations = threshold_split(sigma[depth2[0]].copy(), order, np.empty(NC, np.int64), np.empty(NC))
+            assert deviations + 1 < changed
+        before = sigma[depth2[0]].copy()
+        _, gains = solver.exploitability(U, sigma, ws=ws)
+        _, fresh = HandSolver(hand, solver.tensors).exploitability(U, sigma, ws=Workspace.for_hand(hand))
+        np.testing.assert_allclose(gains, fresh, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(gains, ev.best_response_gains(sigma, U), rtol=1e-9, atol=1e-12)
+
+
 def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
     """The depth-2 counterfactual sums are updated pass to pass while U stays (engine.cfr.
     _depth2_counterfactuals): along 60 CFR+ iterates in one workspace — early ones moving every
