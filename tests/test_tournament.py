@@ -573,6 +573,8 @@ def test_the_target_tightens_by_root_ten_once_a_level_settles():
 
     gamma, m = 1e-4, 1000
     assert _inner_target(gamma, [], True, m) == pytest.approx(100 * gamma)
+    assert _inner_target(gamma, [], True, m, 1000.0) == pytest.approx(1000 * gamma)
+    assert _inner_target(gamma, [], False, m, 1000.0) == gamma
     assert _inner_target(gamma, [], False, m) == gamma
     busy = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m) + 1}
     settled = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m)}
