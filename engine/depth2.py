@@ -174,6 +174,20 @@ def _store_pairs(Gbuf, off, pa, pb, count, acc, add):
 
 
 @nb.njit(cache=True, nogil=True)
+def _changed_classes(sig, gsig, changed, delta):
+    """The classes where σ differs from the σ the jam chances were summed with: their number,
+    the classes in ``changed`` and the differences in ``delta``."""
+    nd = 0
+    for c in range(NC):
+        dv = sig[c] - gsig[c]
+        if dv != 0.0:
+            changed[nd] = c
+            delta[nd] = dv
+            nd += 1
+    return nd
+
+
+@nb.njit(cache=True, nogil=True)
 def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready, h, changed, delta, need, valid,
                        pairs, acc):
     """Bring G of the depth-2 node h up to date with ``sig`` on the jammer pairs the pass reads.
@@ -202,12 +216,7 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
     nd = 0
     incremental = G_ready[h] == 1
     if incremental:
-        for c in range(NC):
-            dv = sig[c] - gsig[c]
-            if dv != 0.0:
-                changed[nd] = c
-                delta[nd] = dv
-                nd += 1
+        nd = _changed_classes(sig, gsig, changed, delta)
         if nd > ns:
             incremental = False
         elif nd > 2:
@@ -216,14 +225,8 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
             k, nk = threshold_split(sig, order, changed, delta)
             if k > 0 and nk + 1 < nd:
                 incremental = False
-            else:
-                nd = 0
-                for c in range(NC):
-                    dv = sig[c] - gsig[c]
-                    if dv != 0.0:
-                        changed[nd] = c
-                        delta[nd] = dv
-                        nd += 1
+            else:  # the split used the same buffers: list the changes again
+                nd = _changed_classes(sig, gsig, changed, delta)
         elif nd == 0:
             fresh = False  # σ unchanged: only pairs that became needed are summed
             for c in range(NC):
