@@ -571,9 +571,10 @@ SETTLED_FRACTION = 0.03
 fraction of the layer's states (see :func:`_inner_target`)."""
 
 
+FIRST_TARGET_DEFAULT = 100.0
 FIRST_TARGET = {4: 1000.0, 5: 1000.0}
 """Per layer size (players): the first outer iteration's target as a multiple of gamma (missing:
-100; see :func:`_inner_target`).
+:data:`FIRST_TARGET_DEFAULT`; see :func:`_inner_target`).
 
 The first policy evaluation moves a layer's values by dollars (11 $ on the 45-unit 4-player
 layer), so most of the first level's outer iterations re-solve nearly every state, with many
@@ -591,20 +592,20 @@ the 14-unit game without kept sums (715 states; lower layers the same in both) t
 outer iterations); the 45-unit 4-player layer 2,718 s against 2,914 s (PERFORMANCE.md)."""
 
 
-def _inner_target(gamma: float, log: list[dict], loose: bool, states: int, first: float = 100.0) -> float:
+def _inner_target(gamma: float, log: list[dict], loose: bool, states: int,
+                  first: float = FIRST_TARGET_DEFAULT) -> float:
     """Exploitability ($) the states are solved to in the next outer iteration.
 
-    Inexact policy iteration: while the values still move, solving hands far below what the
-    values are off by is wasted, so the first outer iteration (ICM successor values) uses
-    ``first``·gamma (:data:`FIRST_TARGET`) and the target tightens by √10 each time the current one has settled: an outer
-    iteration updated at most :data:`SETTLED_FRACTION` of the ``states`` (a few states left
+    Inexact policy iteration: while the values still move, solving hands far below what the values
+    are off by is wasted, so the first outer iteration (ICM successor values) uses ``first``·gamma
+    (:data:`FIRST_TARGET`) and the target tightens by √10 each time the current one has settled: an
+    outer iteration updated at most :data:`SETTLED_FRACTION` of the ``states`` (a few states left
     behind are caught at the tighter target anyway). The layer still ends only after an outer
     iteration at gamma updates no state (SPEC §6). gs08 (2 cores, sampled tables, otherwise the
-    same code): 212 s with the earlier rule max(gamma, min(last target, ΔV/10)), ten times
-    tighter after an outer iteration without updates (10 target levels of 1.3–3× steps, each
-    re-solving nearly every state); 188 s with fixed 10× steps (20k–45k CFR+ iterations
-    per re-solve at $0.0001); 190 s with √10 steps once no state updates; 181 s with √10
-    steps once at most 3 % do.
+    same code): 212 s with the earlier rule max(gamma, min(last target, ΔV/10)), ten times tighter
+    after an outer iteration without updates (10 target levels of 1.3–3× steps, each re-solving
+    nearly every state); 188 s with fixed 10× steps (20k–45k CFR+ iterations per re-solve at
+    $0.0001); 190 s with √10 steps once no state updates; 181 s with √10 steps once at most 3 % do.
     """
     if not loose:
         return gamma
@@ -684,7 +685,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                               "done": len(spent), "states": m})
             ticker = _Ticker(progress, n, outer + 1, m, done=len(spent))
 
-            target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, 100.0))
+            target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)
 
             def work(s: int) -> tuple[int, int]:
