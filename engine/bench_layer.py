@@ -23,9 +23,10 @@ shape) and the projection weights each stratum by its exact share of the layer. 
 the states, nodes, CFR+ iterations and seconds cold, from a neighbour and warm, and the cost of
 one CFR+ iteration, then projections on the machine's threads: one cold pass over every state of
 the layer, the first solve of every state as the first outer iteration does it (cold where a
-chain starts, from a neighbour elsewhere), and one warm pass over every state. The gs08 3-player
-layer needed about one cold pass and the equivalent of a handful of warm passes (see
-PERFORMANCE.md). Also prints the solver memory per state (regrets, predictions and decision margins in
+chain starts, from a neighbour elsewhere), one warm pass over every state, and the whole layer
+as the first solves plus :data:`WARM_PASSES_PER_LAYER` warm passes (what 4- and 5-player layers
+solved end to end took; the gs08 3-player layer needed about one cold pass and the equivalent
+of a handful of warm passes, see PERFORMANCE.md). Also prints the solver memory per state (regrets, predictions and decision margins in
 float32, certified profile in float64; the average only lives during a solve) and for the layer.
 
 Showdown tensors come from sampled tables (a CFR+ iteration costs the same with any table).
@@ -50,6 +51,19 @@ from engine.states import enumerate_states, state_index
 from engine.tournament import _rescale_regrets, _warm_start, model_layer_values, tree_shape, warm_start_waves
 
 NC = 169
+
+WARM_PASSES_PER_LAYER = (0.85, 1.0)
+"""What a whole PI-CFR+ layer solve cost, in units of this benchmark's projections: the first solves
+plus this many warm passes (2 threads, sampled tables, the projection run within the hour of the
+solve, code of 2026-11-26). Measured: the 45-unit 4-player layer 2,718 s against 0.36 h of first
+solves and 0.45 h per warm pass (0.88); the 20-unit 5-player layer 1,197 s against 0.21 h and
+0.145 h (0.85); the 20-unit 4-player layer 160 s against 0.0314 h and 0.013 h (1.0). Earlier code
+took 0.96 and 1.2 warm passes on the 45-unit 4-player layer (PERFORMANCE.md)."""
+
+
+def _hours(seconds: float) -> str:
+    """Hours with three significant digits: a small layer's projection still reads (0.0312 h, not 0.03 h)."""
+    return f"{seconds / 3600:.3g} h"
 
 
 def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payouts: tuple[float, ...], harville: dict,
@@ -177,9 +191,13 @@ def main(argv: list[str] | None = None) -> None:
         first_total += cold_starts[k] * cold_s.mean() + (count - cold_starts[k]) * nb_s.mean()
         warm_total += count * warm_s.mean()
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
-    print(f"  projection on {threads} threads: one cold pass over the layer {cold_total / threads / 3600:.2f} h; "
+    first_h, warm_h = first_total / threads / 3600, warm_total / threads / 3600
+    print(f"  projection on {threads} threads: one cold pass over the layer {_hours(cold_total / threads)}; "
           f"the first solve of every state, cold where a warm-start chain starts and from a neighbour elsewhere, "
-          f"{first_total / threads / 3600:.2f} h; one warm pass over every state {warm_total / threads / 3600:.2f} h")
+          f"{_hours(first_total / threads)}; one warm pass over every state {_hours(warm_total / threads)}")
+    low, high = (first_h + k * warm_h for k in WARM_PASSES_PER_LAYER)
+    print(f"  the whole layer, at the first solves plus {WARM_PASSES_PER_LAYER[0]}–{WARM_PASSES_PER_LAYER[1]} warm "
+          f"passes (what the layers solved end to end took, see WARM_PASSES_PER_LAYER): {low:.3g}–{high:.3g} h")
     print(f"  solver memory between solves (float32 regrets, predictions and decision margins, float64 certified "
           f"profile): {mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
     if args.perf_map:

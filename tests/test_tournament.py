@@ -1,5 +1,7 @@
 """PI-CFR+ over layers on tiny games: every state within gamma, values consistent, resumable."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -240,6 +242,15 @@ def test_layer_benchmark_projects_a_small_layer(capsys):
     out = capsys.readouterr().out
     assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
     assert "from a neighbour" in out and "the first solve of every state" in out
+    # the whole layer is the first solves plus the measured range of warm passes (hours, 3 significant digits)
+    from engine.bench_layer import WARM_PASSES_PER_LAYER
+
+    first = float(re.search(r"elsewhere, ([0-9.e+-]+) h;", out).group(1))
+    warm = float(re.search(r"one warm pass over every state ([0-9.e+-]+) h", out).group(1))
+    low, high = (float(x) for x in re.search(r"took, see WARM_PASSES_PER_LAYER\): ([0-9.e+-]+)–([0-9.e+-]+) h",
+                                             out).groups())
+    for printed, k in ((low, WARM_PASSES_PER_LAYER[0]), (high, WARM_PASSES_PER_LAYER[1])):
+        assert printed == pytest.approx(first + k * warm, rel=0.01)
 
 
 def test_solver_benchmark_rejects_a_checkpoint_that_is_a_file(tmp_path, capsys):
