@@ -640,6 +640,7 @@ class HandSolver:
         self.jam_chances: tuple[np.ndarray, ...] | None = None  # see keep_jam_chances
         self.borrowed_jam_chances = False  # they are a neighbour's (copy_kept_sums): never written
         self.depth2_sums: tuple[np.ndarray, ...] | None = None  # see keep_depth2_sums
+        self._last_iterate: tuple | None = None  # (sigma, exploitability, gains) during a solve
 
     def restart_average(self) -> None:
         """Keep the regrets (the warm start) but average only the iterates from now on.
@@ -859,6 +860,7 @@ class HandSolver:
         if self.avg_den > 0.0:
             self.avg_num = avg
         self._keep_views(ws)
+        self._last_iterate = (sigma, e, gains) if target is not None else None  # for solve's fallback at its cap
         if certified:
             self.solution, self.gains = sigma, gains
             self._outcome_probs(ws)  # the pass's buffers still hold this iterate
@@ -878,7 +880,9 @@ class HandSolver:
         showdown sums of the next iterate, hence the doubling schedule. A solve with no profile
         within target at the check after :data:`STALL_ITERATIONS` has stalled and goes on without
         the regret discount. The certified profile is kept as :attr:`solution` and left evaluated
-        (with outcome probabilities) in the workspace.
+        (with outcome probabilities) in the workspace. A solve that reaches ``max_iterations``
+        above the target keeps the less exploitable of its last iterate and its average (a layer
+        caps re-solves at loose targets, :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
         """
         start = self.iterations
         self.solution = None
@@ -903,9 +907,14 @@ class HandSolver:
                 discounted = False  # stalled (see STALL_ITERATIONS): undiscounted from a light start
                 self.rescale_regrets(STALL_RESTART_WEIGHT)
                 self.restart_average()
-        if self.solution is None:
+        if self.solution is None:  # the cap: the less exploitable of the average and the last iterate
             self.solution = self.average_strategy()
             e, self.gains = self.exploitability(U, sigma=self.solution, ws=ws)
+            last = self._last_iterate
+            if last is not None and last[1] < e:
+                self.solution, e, self.gains = last[0], float(last[1]), last[2]
+                self.evaluate(self.solution, U, ws)  # left evaluated in the workspace, as documented
+        self._last_iterate = None
         self.restart_average()  # the certified profile is the output; a later solve averages anew
         return e, self.iterations - start
 

@@ -639,6 +639,36 @@ def test_a_solve_leaves_its_certified_profile_evaluated(tensors, stacks):
     np.testing.assert_allclose(probs, ev.order_probs(solver.solution), rtol=RTOL, atol=1e-13)
 
 
+@pytest.mark.parametrize("stacks, cap, better", [((12, 14, 19), 24, "last"), ((12, 14, 19), 16, "average"),
+                                                  ((10, 12, 11, 12), 40, "last"), ((20, 5, 20), 40, "average")])
+def test_a_solve_at_its_cap_keeps_the_less_exploitable_of_the_last_iterate_and_the_average(tensors, stacks, cap,
+                                                                                           better):
+    """A solve that reaches max_iterations above its target returns whichever of its last iterate and
+    its average is less exploitable (a loose target level caps re-solves, LOOSE_MAX_ITERATIONS), with
+    that profile's gains and outcome probabilities. A twin solver run the same iterations without
+    solve() gives the two candidates; the cases cover both winners."""
+    payouts = (50.0, 30.0, 20.0)
+    tree, hand, solver, ev = make_case(stacks, tensors, payouts)
+    U = utilities(hand, harville_values(sum(stacks), len(stacks), payouts))
+    twin = HandSolver(hand, solver.tensors)
+    twin.iterate(U, cap, ws=Workspace.for_hand(hand), target=1e-12)
+    last = twin._last_iterate[0]
+    e_last, _ = HandSolver(hand, solver.tensors).exploitability(U, last, ws=Workspace.for_hand(hand))
+    average = twin.average_strategy()
+    e_average, _ = HandSolver(hand, solver.tensors).exploitability(U, average, ws=Workspace.for_hand(hand))
+    assert (e_last < e_average) == (better == "last")  # the case exercises the branch it names
+
+    e, spent = solver.solve(U, 1e-12, ws=Workspace.for_hand(hand), max_iterations=cap)
+    assert spent == cap and e == pytest.approx(min(e_last, e_average), rel=1e-12)
+    np.testing.assert_array_equal(solver.solution, last if better == "last" else average)
+    probs = solver.order_probs.copy()
+    fresh = HandSolver(hand, solver.tensors)
+    _, gains = fresh.exploitability(U, solver.solution, ws=Workspace.for_hand(hand))
+    np.testing.assert_allclose(solver.gains, gains, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(probs, fresh.order_probs, rtol=1e-10, atol=1e-14)
+    assert solver._last_iterate is None  # nothing of the solve kept beyond its profile
+
+
 @pytest.mark.parametrize("stacks", [(10, 15, 20), (20, 23, 2), (10, 12, 11, 12), (9, 9, 9, 9, 9)])
 def test_kept_margins_are_advantages_and_reach_masses(tensors, stacks):
     """keep_margins: cf_jam − cf_fold of the evaluated profile, and each decision's reach mass — what

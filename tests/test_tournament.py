@@ -556,6 +556,34 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     assert_certified_from_scratch(layer, lower, tiny_tensors)
 
 
+def test_loose_levels_cap_their_resolves_and_the_layer_still_ends_certified(tiny_tensors, solved, monkeypatch):
+    """While the target is looser than gamma a re-solve stops after LOOSE_MAX_ITERATIONS (here 2, so
+    that some hit it); solves to gamma are not capped, and the layer ends with every state within
+    gamma under the final values."""
+    from engine import tournament
+    from engine.cfr import HandSolver
+
+    monkeypatch.setattr(tournament, "LOOSE_MAX_ITERATIONS", 2)
+    calls = []
+    solve = HandSolver.solve
+
+    def spy(self, U, target, **kwargs):
+        e, spent = solve(self, U, target, **kwargs)
+        calls.append((target, kwargs["max_iterations"], e))
+        return e, spent
+
+    monkeypatch.setattr(HandSolver, "solve", spy)
+    lower = {2: solved[2].values}
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
+    slack = tournament.SOLVE_SLACK.get(3, 1.0)
+    loose = [(t, cap, e) for t, cap, e in calls if t > slack * GAMMA * 1.0001]
+    tight = [(t, cap, e) for t, cap, e in calls if t <= slack * GAMMA * 1.0001]
+    assert loose and tight and {cap for _, cap, _ in loose} == {2} and {cap for _, cap, _ in tight} == {20_000}
+    assert any(e > t for t, _, e in loose)  # some re-solves stopped at the cap above their target
+    assert layer.exploitability.max() <= GAMMA
+    assert_certified_from_scratch(layer, lower, tiny_tensors)
+
+
 @pytest.mark.parametrize("keep, budget_name", [("keep_jam_chances", "JAM_CHANCE_BUDGET"),
                                                ("keep_depth2_sums", "DEPTH2_SUM_BUDGET")])
 @pytest.mark.parametrize("budget, kept", [(0, False), (2 << 30, True)])
