@@ -57,8 +57,10 @@ WARM_PASSES_PER_LAYER = (0.85, 1.0)
 plus this many warm passes (2 threads, sampled tables, the projection run within the hour of the
 solve, code of 2026-11-26). Measured: the 45-unit 4-player layer 2,718 s against 0.36 h of first
 solves and 0.45 h per warm pass (0.88); the 20-unit 5-player layer 1,197 s against 0.21 h and
-0.145 h (0.85); the 20-unit 4-player layer 160 s against 0.0314 h and 0.013 h (1.0). Earlier code
-took 0.96 and 1.2 warm passes on the 45-unit 4-player layer (PERFORMANCE.md)."""
+0.145 h (0.85); the 20-unit 4-player layer 160 s against 0.0314 h and 0.013 h (1.0); the 45-unit
+4-player layer again with the loose levels' re-solves capped, 2,677 s against 0.318 h and 0.413 h
+(0.99 without the 63 s that tests run beside its first outer iteration cost). Earlier code took
+0.96 and 1.2 warm passes on the 45-unit 4-player layer (PERFORMANCE.md)."""
 
 
 def _hours(seconds: float) -> str:
