@@ -64,8 +64,8 @@ solves and 0.45 h per warm pass (0.88); the 20-unit 5-player layer 1,197 s again
 
 
 def _hours(seconds: float) -> str:
-    """Hours with three significant digits: a small layer's projection still reads (0.0312 h, not 0.03 h)."""
-    return f"{seconds / 3600:.3g} h"
+    """Hours with three significant digits: a small layer's projection still reads (0.0312, not 0.03)."""
+    return f"{seconds / 3600:.3g}"
 
 
 def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payouts: tuple[float, ...], harville: dict,
@@ -193,13 +193,13 @@ def main(argv: list[str] | None = None) -> None:
         first_total += cold_starts[k] * cold_s.mean() + (count - cold_starts[k]) * nb_s.mean()
         warm_total += count * warm_s.mean()
         mem_total += count * float(np.mean([r["bytes"] for r in part]))
-    first_h, warm_h = first_total / threads / 3600, warm_total / threads / 3600
-    print(f"  projection on {threads} threads: one cold pass over the layer {_hours(cold_total / threads)}; "
+    first_pass_s, warm_pass_s = first_total / threads, warm_total / threads
+    print(f"  projection on {threads} threads: one cold pass over the layer {_hours(cold_total / threads)} h; "
           f"the first solve of every state, cold where a warm-start chain starts and from a neighbour elsewhere, "
-          f"{_hours(first_total / threads)}; one warm pass over every state {_hours(warm_total / threads)}")
-    low, high = (first_h + k * warm_h for k in WARM_PASSES_PER_LAYER)
+          f"{_hours(first_pass_s)} h; one warm pass over every state {_hours(warm_pass_s)} h")
+    low, high = (_hours(first_pass_s + k * warm_pass_s) for k in WARM_PASSES_PER_LAYER)
     print(f"  the whole layer, at the first solves plus {WARM_PASSES_PER_LAYER[0]}–{WARM_PASSES_PER_LAYER[1]} warm "
-          f"passes (what the layers solved end to end took, see WARM_PASSES_PER_LAYER): {low:.3g}–{high:.3g} h")
+          f"passes (what the layers solved end to end took, see WARM_PASSES_PER_LAYER): {low}–{high} h")
     print(f"  solver memory between solves (float32 regrets, predictions and decision margins, float64 certified "
           f"profile): {mem_total / m / 1024:.0f} KiB per state on average, {mem_total / 2**30:.1f} GiB for the layer")
     if args.perf_map:

@@ -889,6 +889,7 @@ class HandSolver:
         next_average = 4 * batch
         budget = -(-max_iterations // batch) * batch  # whole batches, as if run batch by batch
         discounted = True
+        checked = None  # (iterations, average, exploitability, gains) of the last average checked
         while self.iterations - start < max_iterations:
             # every iterate is checked as it comes, so the batches up to the next average check run as one call
             e = self.iterate(U, min(next_average, budget) - (self.iterations - start), delay=delay, ws=ws,
@@ -903,13 +904,18 @@ class HandSolver:
             if e <= target:
                 self.solution, self.gains = average, gains
                 break
+            checked = (self.iterations, average, e, gains)
             if discounted and self.iterations - start >= STALL_ITERATIONS:
                 discounted = False  # stalled (see STALL_ITERATIONS): undiscounted from a light start
                 self.rescale_regrets(STALL_RESTART_WEIGHT)
                 self.restart_average()
+                checked = None
         if self.solution is None:  # the cap: the less exploitable of the average and the last iterate
-            self.solution = self.average_strategy()
-            e, self.gains = self.exploitability(U, sigma=self.solution, ws=ws)
+            if checked is not None and checked[0] == self.iterations:  # checked just now: still evaluated in ws
+                _, self.solution, e, self.gains = checked
+            else:
+                self.solution = self.average_strategy()
+                e, self.gains = self.exploitability(U, sigma=self.solution, ws=ws)
             last = self._last_iterate
             if last is not None and last[1] < e:
                 self.solution, e, self.gains = last[0], float(last[1]), last[2]

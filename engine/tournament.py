@@ -749,7 +749,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 if e > target and not (held and e <= HELD_SLACK * ledger.held_exploitability[s]):
                     if not fresh:
                         prepare_resolve(solver, e, target)
-                    cap = max_iterations if target <= gamma or not loose else min(max_iterations, LOOSE_MAX_ITERATIONS)
+                    cap = max_iterations if target <= gamma else min(max_iterations, LOOSE_MAX_ITERATIONS)
                     e, its = solver.solve(U, slack * target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                           max_iterations=cap)
                     ledger.gains[s] = solver.gains

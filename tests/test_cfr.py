@@ -640,7 +640,9 @@ def test_a_solve_leaves_its_certified_profile_evaluated(tensors, stacks):
 
 
 @pytest.mark.parametrize("stacks, cap, better", [((12, 14, 19), 24, "last"), ((12, 14, 19), 16, "average"),
-                                                  ((10, 12, 11, 12), 40, "last"), ((20, 5, 20), 40, "average")])
+                                                  ((10, 12, 11, 12), 40, "last"), ((20, 5, 20), 40, "average"),
+                                                  # caps at an average check: that check's evaluation is reused
+                                                  ((10, 12, 11, 12), 32, "last"), ((20, 5, 20), 32, "average")])
 def test_a_solve_at_its_cap_keeps_the_less_exploitable_of_the_last_iterate_and_the_average(tensors, stacks, cap,
                                                                                            better):
     """A solve that reaches max_iterations above its target returns whichever of its last iterate and
