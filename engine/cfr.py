@@ -820,6 +820,27 @@ class HandSolver:
         decision_reach(self.hand.node_depth, t.p1, t.joint2, t.joint3, self.node_off, ws.R, mass)
         self.margins = ((ws.cf_jam[:K] - ws.cf_fold[:K]).astype(np.float32), mass.astype(np.float32))
 
+    def continue_from_check(self) -> None:
+        """Take the profile just checked as this solver's next CFR+ iterate: its regrets under the new
+        utilities, from the counterfactual values the check left (:meth:`exploitability`), go into
+        the regret sum and become the prediction, as if a CFR+ iteration had played it.
+
+        A re-solve after an exact check would otherwise start from the prediction of the old
+        utilities and spend its first pass on the next iterate; this way the check's pass counts
+        as the re-solve's first iteration.
+        """
+        sigma = self.strategy()
+        discount = (self.regret_weight + 1.0) / (self.regret_weight + 2.0)
+        cfr_plus_update(sigma, self.cf_fold, self.cf_jam, self.regret_jam, self.regret_fold, self.pred_jam,
+                        self.pred_fold, discount)
+        self.iterations += 1
+        self.regret_weight += 1.0
+        w = float(self.iterations - self.avg_start) ** 2
+        if self.avg_num is None:
+            self.avg_num = np.zeros((len(self.hand.node_actor), NC))
+        self.avg_num += w * sigma
+        self.avg_den += w
+
     def current_strategy(self) -> np.ndarray:
         return current_strategy(self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold)
 

@@ -714,6 +714,36 @@ def test_regrets_are_discounted_linearly(tensors, discounted_until):
         np.testing.assert_allclose(solver.regret_fold, R[1], rtol=1e-5, atol=1e-9)
 
 
+@pytest.mark.parametrize("stacks", [(12, 14, 19), (10, 12, 11, 12)])
+def test_a_checked_profile_continues_as_the_next_cfr_iterate(tensors, stacks):
+    """A layer re-solves a state after its exact check by counting the checked profile as the next
+    CFR+ iterate (continue_from_check): the regrets, discounted as iteration t + 1 would be, gain the
+    profile's instantaneous regrets under the new utilities, which become the prediction, and the
+    average starts from it. Replayed in numpy from a fresh solver's evaluation of the same profile."""
+    payouts = (50.0, 30.0, 20.0)
+    tree, hand, solver, ev = make_case(stacks, tensors, payouts)
+    units, n = sum(stacks), len(stacks)
+    solver.solve(utilities(hand, harville_values(units, n, payouts)), 1e-3)
+    moved = {k: 1.02 * v for k, v in harville_values(units, n, payouts).items()}  # the values moved
+    U = utilities(hand, moved)
+    sigma = solver.solution.copy()
+    R = np.stack([solver.regret_jam, solver.regret_fold]).astype(np.float64)
+    t, its = solver.regret_weight, solver.iterations
+    solver.restart_average()
+    solver.exploitability(U, ws=Workspace.for_hand(hand))
+    solver.continue_from_check()
+
+    _, cf_fold, cf_jam, _ = HandSolver(hand, solver.tensors).evaluate(sigma, U)
+    diff = cf_jam - cf_fold
+    inst = np.stack([(1 - sigma) * diff, -sigma * diff])
+    np.testing.assert_allclose(np.stack([solver.regret_jam, solver.regret_fold]),
+                               np.maximum(R * (t + 1) / (t + 2) + inst, 0.0), rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(np.stack([solver.pred_jam, solver.pred_fold]), inst, rtol=1e-5, atol=1e-9)
+    assert solver.regret_weight == t + 1 and solver.iterations == its + 1
+    np.testing.assert_allclose(solver.average_strategy(), sigma, rtol=1e-12)
+    assert np.abs(inst).max() > 0  # the moved values give the profile regrets to learn from
+
+
 def test_a_stalled_solve_drops_the_discount_and_is_certified():
     """The 45-unit state (4, 17, 19, 5) at the successor values of a layer solve's 23rd outer
     iteration (tests/data/stalled_hand_utilities.npy, $ per terminal, order and seat), with the
