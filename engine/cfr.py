@@ -587,6 +587,20 @@ most), so they never reach this point."""
 STALL_RESTART_WEIGHT = 2.0
 """Iterations' worth of regret a stalled solve keeps when it drops the discount (see above)."""
 
+STALL_RESTART_EVERY = 4
+"""A solve still uncertified this many times as many iterations after a stall restart restarts
+again the same way, switching the discount back on (then off, …): at 512, 2,048, 8,192, …
+iterations (checks of the average fall on every power of two from 32 on).
+
+Found in the 45-unit 4-player layer (2026-11-26, sampled tables): the state (14, 9, 4, 18) at
+the values of the solve's 27th outer iteration, target $0.0001 (gamma). Undiscounted after the
+stall its iterate stayed near $0.0002 up to the cap of 20,000 iterations, so it was held and the
+layer ended with that state at $0.00027, above gamma. Restarted discounted from its regrets
+after 512 iterations, scaled to 2 iterations' worth, it was within gamma after 100 more; at the
+layer's final values, from the regrets it was held with, after 172. The hand of
+:data:`STALL_ITERATIONS` is the other way round (undiscounted, certified after about 1,100
+iterations), so each restart switches."""
+
 
 class HandSolver:
     """CFR+ state of one state's hand (regrets, average strategy): small, kept for warm starts.
@@ -900,7 +914,8 @@ class HandSolver:
         checking it costs a pass over a dense profile and breaks the incremental three-way
         showdown sums of the next iterate, hence the doubling schedule. A solve with no profile
         within target at the check after :data:`STALL_ITERATIONS` has stalled and goes on without
-        the regret discount. The certified profile is kept as :attr:`solution` and left evaluated
+        the regret discount from a light start, and restarts so again, the discount switched,
+        every :data:`STALL_RESTART_EVERY` times as many iterations. The certified profile is kept as :attr:`solution` and left evaluated
         (with outcome probabilities) in the workspace. A solve that reaches ``max_iterations``
         above the target keeps the less exploitable of its last iterate and its average (a layer
         caps re-solves at loose targets, :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
@@ -910,6 +925,7 @@ class HandSolver:
         next_average = 4 * batch
         budget = -(-max_iterations // batch) * batch  # whole batches, as if run batch by batch
         discounted = True
+        restart_at = STALL_ITERATIONS  # the next stall restart (see STALL_ITERATIONS), iterations into the solve
         checked = None  # (iterations, average, exploitability, gains) of the last average checked
         while self.iterations - start < max_iterations:
             # every iterate is checked as it comes, so the batches up to the next average check run as one call
@@ -926,8 +942,10 @@ class HandSolver:
                 self.solution, self.gains = average, gains
                 break
             checked = (self.iterations, average, e, gains)
-            if discounted and self.iterations - start >= STALL_ITERATIONS:
-                discounted = False  # stalled (see STALL_ITERATIONS): undiscounted from a light start
+            if self.iterations - start >= restart_at:
+                # stalled (see STALL_ITERATIONS): from a light start, the discount switched
+                discounted = not discounted
+                restart_at *= STALL_RESTART_EVERY
                 self.rescale_regrets(STALL_RESTART_WEIGHT)
                 self.restart_average()
                 checked = None

@@ -768,6 +768,29 @@ def test_a_stalled_solve_drops_the_discount_and_is_certified():
     assert check == pytest.approx(e, rel=1e-9) and check <= target
 
 
+def test_a_solve_still_stalled_after_its_first_restart_restarts_discounted_and_is_certified():
+    """The 45-unit state (14, 9, 4, 18) at the successor values of a layer solve's 27th outer
+    iteration (tests/data/stalled_hand_utilities_gamma.npy), target gamma = $0.0001, with the
+    sampled tables that solve used: undiscounted after STALL_ITERATIONS, its iterate stays near
+    $0.0002 to the 20,000-iteration cap (the layer held it and ended above gamma). The restart at
+    STALL_RESTART_EVERY × STALL_ITERATIONS switches the discount back on and certifies it a
+    hundred-odd iterations later; a fresh evaluation confirms it."""
+    from pathlib import Path
+
+    from engine.cfr import STALL_ITERATIONS, STALL_RESTART_EVERY
+
+    U = np.load(Path(__file__).parent / "data" / "stalled_hand_utilities_gamma.npy")
+    sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
+                          build_triple_table("sampled", samples=4, seed=1))
+    hand = compile_hand((14, 9, 4, 18), (50.0, 30.0, 20.0), state_index)
+    assert U.shape == (len(hand.term_kind), 6, 4)
+    solver = HandSolver(hand, SolverTensors(sd))
+    e, its = solver.solve(U, 1e-4, delay=2, max_iterations=2_500)
+    assert e <= 1e-4 and STALL_RESTART_EVERY * STALL_ITERATIONS < its <= 2_500
+    check, _ = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
+    assert check == pytest.approx(e, rel=1e-9) and check <= 1e-4
+
+
 @pytest.mark.parametrize("stacks", [(10, 15, 20), (10, 12, 11, 12)])
 def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors, stacks):
     """A layer solve keeps each state's depth-2 counterfactual sums in outcome space
