@@ -915,8 +915,8 @@ class HandSolver:
         showdown sums of the next iterate, hence the doubling schedule. A solve with no profile
         within target at the check after :data:`STALL_ITERATIONS` has stalled and goes on without
         the regret discount from a light start, and restarts so again, the discount switched,
-        every :data:`STALL_RESTART_EVERY` times as many iterations. The certified profile is kept as :attr:`solution` and left evaluated
-        (with outcome probabilities) in the workspace. A solve that reaches ``max_iterations``
+        every :data:`STALL_RESTART_EVERY` times as many iterations. The certified profile is kept
+        as :attr:`solution` and left evaluated (with outcome probabilities) in the workspace. A solve that reaches ``max_iterations``
         above the target keeps the less exploitable of its last iterate and its average (a layer
         caps re-solves at loose targets, :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
         """

@@ -744,51 +744,45 @@ def test_a_checked_profile_continues_as_the_next_cfr_iterate(tensors, stacks):
     assert np.abs(inst).max() > 0  # the moved values give the profile regrets to learn from
 
 
-def test_a_stalled_solve_drops_the_discount_and_is_certified():
-    """The 45-unit state (4, 17, 19, 5) at the successor values of a layer solve's 23rd outer
-    iteration (tests/data/stalled_hand_utilities.npy, $ per terminal, order and seat), with the
-    sampled tables that solve used: with the discounted regrets alone its average stays near
-    $0.0009 and its iterate cycles near $0.0035 up to the 20,000-iteration cap, so the layer could
-    never end. After STALL_ITERATIONS it goes on undiscounted and gets within $0.00032 in about
-    1,100 iterations; a fresh evaluation of the certified profile confirms it."""
+def solve_stalled_hand(data: str, stacks: tuple[int, ...], target: float, cap: int) -> tuple[float, int]:
+    """Solve a hand that stalled in a 45-unit layer run, cold, at the successor values it stalled at
+    (tests/data/<data>.npy, $ per terminal, order and seat) with the sampled tables that run used;
+    (exploitability, iterations), the certified profile confirmed by a fresh evaluation."""
     from pathlib import Path
 
-    from engine.cfr import STALL_ITERATIONS
-
-    U = np.load(Path(__file__).parent / "data" / "stalled_hand_utilities.npy")
+    U = np.load(Path(__file__).parent / "data" / f"{data}.npy")
     sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
                           build_triple_table("sampled", samples=4, seed=1))
-    hand = compile_hand((4, 17, 19, 5), (50.0, 30.0, 20.0), state_index)
-    assert U.shape == (len(hand.term_kind), 6, 4)
+    hand = compile_hand(stacks, (50.0, 30.0, 20.0), state_index)
+    assert U.shape == (len(hand.term_kind), 6, len(stacks))
     solver = HandSolver(hand, SolverTensors(sd))
-    target = 3.16e-4
-    e, its = solver.solve(U, target, delay=2, max_iterations=1_500)
-    assert e <= target and STALL_ITERATIONS < its <= 1_500
+    e, its = solver.solve(U, target, delay=2, max_iterations=cap)
     check, _ = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
-    assert check == pytest.approx(e, rel=1e-9) and check <= target
+    assert check == pytest.approx(e, rel=1e-9)
+    return e, its
+
+
+def test_a_stalled_solve_drops_the_discount_and_is_certified():
+    """The 45-unit state (4, 17, 19, 5) at the successor values of a layer solve's 23rd outer
+    iteration: with the discounted regrets alone its average stays near $0.0009 and its iterate
+    cycles near $0.0035 up to the 20,000-iteration cap, so the layer could never end. After
+    STALL_ITERATIONS it goes on undiscounted and gets within $0.00032 in about 1,100 iterations."""
+    from engine.cfr import STALL_ITERATIONS
+
+    e, its = solve_stalled_hand("stalled_hand_utilities", (4, 17, 19, 5), 3.16e-4, 1_500)
+    assert e <= 3.16e-4 and STALL_ITERATIONS < its <= 1_500
 
 
 def test_a_solve_still_stalled_after_its_first_restart_restarts_discounted_and_is_certified():
     """The 45-unit state (14, 9, 4, 18) at the successor values of a layer solve's 27th outer
-    iteration (tests/data/stalled_hand_utilities_gamma.npy), target gamma = $0.0001, with the
-    sampled tables that solve used: undiscounted after STALL_ITERATIONS, its iterate stays near
+    iteration, target gamma = $0.0001: undiscounted after STALL_ITERATIONS, its iterate stays near
     $0.0002 to the 20,000-iteration cap (the layer held it and ended above gamma). The restart at
     STALL_RESTART_EVERY × STALL_ITERATIONS switches the discount back on and certifies it a
-    hundred-odd iterations later; a fresh evaluation confirms it."""
-    from pathlib import Path
-
+    hundred-odd iterations later."""
     from engine.cfr import STALL_ITERATIONS, STALL_RESTART_EVERY
 
-    U = np.load(Path(__file__).parent / "data" / "stalled_hand_utilities_gamma.npy")
-    sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
-                          build_triple_table("sampled", samples=4, seed=1))
-    hand = compile_hand((14, 9, 4, 18), (50.0, 30.0, 20.0), state_index)
-    assert U.shape == (len(hand.term_kind), 6, 4)
-    solver = HandSolver(hand, SolverTensors(sd))
-    e, its = solver.solve(U, 1e-4, delay=2, max_iterations=2_500)
+    e, its = solve_stalled_hand("stalled_hand_utilities_gamma", (14, 9, 4, 18), 1e-4, 2_500)
     assert e <= 1e-4 and STALL_RESTART_EVERY * STALL_ITERATIONS < its <= 2_500
-    check, _ = HandSolver(hand, solver.tensors).exploitability(U, sigma=solver.solution)
-    assert check == pytest.approx(e, rel=1e-9) and check <= 1e-4
 
 
 @pytest.mark.parametrize("stacks", [(10, 15, 20), (10, 12, 11, 12)])
