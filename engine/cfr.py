@@ -844,16 +844,12 @@ class HandSolver:
         as the re-solve's first iteration.
         """
         sigma = self.strategy()
-        discount = (self.regret_weight + 1.0) / (self.regret_weight + 2.0)
-        cfr_plus_update(sigma, self.cf_fold, self.cf_jam, self.regret_jam, self.regret_fold, self.pred_jam,
-                        self.pred_fold, discount)
-        self.iterations += 1
-        self.regret_weight += 1.0
-        w = float(self.iterations - self.avg_start) ** 2
         if self.avg_num is None:
             self.avg_num = np.zeros((len(self.hand.node_actor), NC))
-        self.avg_num += w * sigma
-        self.avg_den += w
+        clock = np.array([self.iterations, self.regret_weight, self.avg_start, self.avg_den], np.float64)
+        count_iterate(sigma, self.cf_fold, self.cf_jam, self.regret_jam, self.regret_fold, self.pred_jam,
+                      self.pred_fold, self.avg_num, clock, 0, True)
+        self.iterations, self.regret_weight, self.avg_den = int(clock[0]), float(clock[1]), float(clock[3])
 
     def current_strategy(self) -> np.ndarray:
         return current_strategy(self.regret_jam, self.regret_fold, self.pred_jam, self.pred_fold)
@@ -916,9 +912,10 @@ class HandSolver:
         within target at the check after :data:`STALL_ITERATIONS` has stalled and goes on without
         the regret discount from a light start, and restarts so again, the discount switched,
         every :data:`STALL_RESTART_EVERY` times as many iterations. The certified profile is kept
-        as :attr:`solution` and left evaluated (with outcome probabilities) in the workspace. A solve that reaches ``max_iterations``
-        above the target keeps the less exploitable of its last iterate and its average (a layer
-        caps re-solves at loose targets, :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
+        as :attr:`solution` and left evaluated (with outcome probabilities) in the workspace. A
+        solve that reaches ``max_iterations`` above the target keeps the less exploitable of its
+        last iterate and its average (a layer caps re-solves at loose targets,
+        :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
         """
         start = self.iterations
         self.solution = None
@@ -999,20 +996,30 @@ def cfr_plus_iterations(iterations, delay, target, has_target, discounted, regre
         if has_target:
             gains = exploitability_from_cf(sigma, cf_fold, cf_jam, node_actor, n_players)
             e = gains.max() if gains.shape[0] else 0.0
-        discount = (clock[1] + 1.0) / (clock[1] + 2.0) if discounted else 1.0
-        cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, discount)
-        clock[0] += 1.0
-        clock[1] += 1.0
-        since = clock[0] - clock[2]
-        if since > delay:
-            w = (since - delay) ** 2
-            for k in range(K):
-                for c in range(NC):
-                    avg_num[k, c] += w * sigma[k, c]
-            clock[3] += w
+        count_iterate(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, avg_num, clock, delay,
+                      discounted)
         if has_target and e <= target:
             return True, e, gains, sigma
     return False, e, gains, sigma
+
+
+@nb.njit(cache=True, nogil=True)
+def count_iterate(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, avg_num, clock, delay,
+                  discounted):
+    """Count the evaluated profile ``sigma`` as the solver's next CFR+ iteration: its regrets into the
+    (discounted) sum and the prediction, the clock ([iterations, regret_weight, avg_start,
+    avg_den]) advanced, and sigma into the t²-weighted average once past ``delay``."""
+    discount = (clock[1] + 1.0) / (clock[1] + 2.0) if discounted else 1.0
+    cfr_plus_update(sigma, cf_fold, cf_jam, regret_jam, regret_fold, pred_jam, pred_fold, discount)
+    clock[0] += 1.0
+    clock[1] += 1.0
+    since = clock[0] - clock[2]
+    if since > delay:
+        w = (since - delay) ** 2
+        for k in range(sigma.shape[0]):
+            for c in range(NC):
+                avg_num[k, c] += w * sigma[k, c]
+        clock[3] += w
 
 
 @nb.njit(cache=True, nogil=True)
