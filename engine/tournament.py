@@ -141,11 +141,8 @@ class _Ticker:
         self.lock = threading.Lock()
 
     def tick(self) -> None:
-        self.advance(1)
-
-    def advance(self, states: int) -> None:
         with self.lock:
-            self.count += states
+            self.count += 1
             now = time.perf_counter()
             if self.progress is None or now - self.last < self.every or self.count == self.m:
                 return
@@ -621,21 +618,6 @@ the 14-unit game without kept sums (715 states; lower layers the same in both) t
 outer iterations); the 45-unit 4-player layer 2,718 s against 2,914 s (PERFORMANCE.md)."""
 
 
-def surely_within(iterations: np.ndarray, gains: np.ndarray, drift: np.ndarray, target: float) -> np.ndarray:
-    """States whose exploitability is surely within ``target`` ($) by the cheapest of the layer's
-    bounds: solved before, and the largest gain of their last check plus twice the drift of their
-    utilities since (a utility change of δ moves each player's gain by at most 2δ) is within it.
-
-    The first test each state of an outer iteration meets (``work`` in :func:`solve_layer`), taken
-    for the whole layer in one vectorised step: handed to a solver thread one by one, each such
-    state cost about 40 µs of Python holding the GIL (its utilities gathered before the test),
-    which no number of cores shortens; the tail of a 45-unit 4-player solve skips 13 thousand
-    states per outer iteration this way.
-    """
-    with np.errstate(invalid="ignore"):
-        return np.flatnonzero((iterations > 0) & (gains.max(axis=1) + 2.0 * drift <= target))
-
-
 def _inner_target(gamma: float, log: list[dict], loose: bool, states: int,
                   first: float = FIRST_TARGET_DEFAULT) -> float:
     """Exploitability ($) the states are solved to in the next outer iteration.
@@ -803,13 +785,6 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 return s, its
 
             ledger.V_at[outer] = V
-            if outer > 0:  # the cheapest skip, decided for the whole layer at once (see surely_within)
-                within = [int(s) for s in surely_within(np.array([sv.iterations for sv in solvers]), ledger.gains,
-                                                   ledger.drift, target) if s not in spent]
-                ledger.skipped[within] = True
-                ledger.bound[within] = ledger.gains[within].max(axis=1) + 2.0 * ledger.drift[within]
-                ticker.advance(len(within))
-                spent.update(dict.fromkeys(within, 0))
             # first solves wave after wave (see warm_start_waves), later ones all at once
             segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
                 else [order]

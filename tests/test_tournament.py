@@ -846,39 +846,3 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
         for s, hand in enumerate(layer.hands):  # measured under the final values, held or not
             e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
             assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
-
-
-def test_surely_within_is_the_cheapest_bound_state_by_state():
-    """The layer-wide skip takes exactly the states whose last largest gain plus twice their drift
-    is within the target, never a state not solved yet nor one with no finite gains."""
-    from engine.tournament import surely_within
-
-    rng = np.random.default_rng(5)
-    gains = rng.uniform(0, 6e-4, (200, 3))
-    gains[:10] = np.inf
-    drift = rng.uniform(0, 3e-4, 200)
-    iterations = rng.integers(0, 3, 200)
-    gains[20] = [4e-4, 1e-3, 2e-4]
-    drift[20], iterations[20] = 0.0, 5  # on the target exactly: within
-    got = set(surely_within(iterations, gains, drift, 1e-3).tolist())
-    want = {s for s in range(200) if iterations[s] > 0 and max(gains[s]) + 2 * drift[s] <= 1e-3}
-    assert got == want and 20 in got and not got & set(range(10))
-    assert 20 < len(got) < np.count_nonzero(iterations[10:])  # the rule splits the sample
-
-
-def test_the_layer_wide_skip_changes_nothing_but_the_python(tiny_tensors, monkeypatch):
-    """With the vectorised skip switched off every state meets the same bound inside its thread:
-    the solve takes the same path (log, values, profiles) either way, and the skip did skip."""
-    import engine.tournament as tournament
-
-    lower = {2: solve_layer(8, 2, PAYOUTS, GAMMA, tiny_tensors, {}, threads=1).values}
-    fast = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
-    monkeypatch.setattr(tournament, "surely_within", lambda *args: np.zeros(0, np.int64))
-    slow = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
-    assert sum(e["states_skipped"] for e in fast.log) > 0
-    assert [{k: v for k, v in e.items() if k != "wall_s"} for e in fast.log] == \
-        [{k: v for k, v in e.items() if k != "wall_s"} for e in slow.log]
-    np.testing.assert_array_equal(fast.values, slow.values)
-    np.testing.assert_array_equal(fast.exploitability, slow.exploitability)
-    for a, b in zip(fast.strategy, slow.strategy):
-        np.testing.assert_array_equal(a, b)
