@@ -10,7 +10,7 @@ layer or of smaller ones, so layers are solved 2, 3, …, players. Within a laye
 4. stop when, after (b), no state needs (a).
 
 Most of a late outer iteration is spent confirming that states are still within target. A state is
-skipped when a rigorous bound on its exploitability (:func:`gain_bound`) is within target; while
+skipped when a rigorous bound on its exploitability (:func:`engine.exploitability_bounds.gain_bound`) is within target; while
 the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
 exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later check. The layer
 only stops after an outer iteration that screens no state updates none, so the result is as
@@ -40,6 +40,7 @@ import numpy as np
 from engine import equity_models, states
 from engine.cfr import NC, HandSolver, SolverTensors, Workspace
 from engine.checkpoint import Ledger, layer_path, load_blocks, load_layer, save_block, save_layer
+from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import BIG_BLIND, SMALL_BLIND, hand_tree
 from engine.policy_evaluation import evaluate_layer
@@ -292,71 +293,6 @@ def _warm_start(solver: HandSolver, other: HandSolver) -> None:
         solver.copy_kept_sums(other)
 
 
-def gain_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> float:
-    """Upper bound ($) on a profile's exploitability under utilities ``U_now``, from its evaluation under ``U_then``.
-
-    Player k's gain is his best-response value minus his value. His value moves by exactly
-    E_P[ΔU_k] (P: the profile's outcome probabilities, which do not depend on U), and his best
-    response's by at most max ΔU_k (any strategy of his induces some distribution over the
-    outcomes), so gain_k(U_now) ≤ gain_k(U_then) + max ΔU_k − E_P[ΔU_k]. When a layer's values
-    shift together (most of an outer iteration's ΔV) this is far tighter than 2·max |ΔU|.
-    """
-    no_orders = np.full(len(U_now), U_now.shape[1], np.int64)
-    return gain_bounds(gains, order_probs, U_then, U_now, no_orders)[0]
-
-
-def gain_lower_bound(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray,
-                     term_orders: np.ndarray) -> float:
-    """Lower bound ($) on a profile's exploitability under ``U_now``, from its evaluation under ``U_then``.
-
-    The other side of :func:`gain_bound`: player k's value moves by exactly E_P[ΔU_k] and his best
-    response's by at least the smallest ΔU_k over the outcomes that occur, so
-    gain_k(U_now) ≥ gain_k(U_then) + min ΔU_k − E_P[ΔU_k].
-    """
-    return gain_bounds(gains, order_probs, U_then, U_now, term_orders)[1]
-
-
-def gain_bounds(gains: np.ndarray, order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray,
-                term_orders: np.ndarray) -> tuple[float, float]:
-    """(:func:`gain_bound`, :func:`gain_lower_bound`) in $, in one compiled pass over the outcomes.
-
-    A layer solve bounds every solved state once per outer iteration; in numpy the two bounds
-    held the GIL for about 50 µs per state, a tenth of the interpreter time of a 3-player layer
-    solve's threads, which is what stopped it from scaling past 8 threads.
-    """
-    out = np.empty(2)
-    _gain_bounds(gains, order_probs, U_then, U_now, term_orders, out)
-    return float(out[0]), float(out[1])
-
-
-@nb.njit(cache=True, nogil=True)
-def _gain_bounds(gains, order_probs, U_then, U_now, term_orders, out):
-    """out = [upper, lower] of :func:`gain_bounds`: the upper bound takes max ΔU_k over every
-    (terminal, order) entry, the lower one min ΔU_k over the orders that occur at each terminal."""
-    T, O, n = U_now.shape
-    high = np.full(n, -np.inf)
-    low = np.full(n, np.inf)
-    shift = np.zeros(n)  # E_P[ΔU_k]
-    seen = False
-    for t in range(T):
-        for o in range(O):
-            occurs = o < term_orders[t]
-            seen = seen or occurs
-            for p in range(n):
-                d = U_now[t, o, p] - U_then[t, o, p]
-                shift[p] += order_probs[t, o] * d
-                high[p] = max(high[p], d)
-                if occurs:
-                    low[p] = min(low[p], d)
-    upper = -np.inf
-    lower = -np.inf
-    for p in range(n):
-        upper = max(upper, gains[p] + high[p] - shift[p])
-        lower = max(lower, gains[p] + low[p] - shift[p] if seen else gains[p])
-    out[0] = upper
-    out[1] = lower
-
-
 def needs_no_check(lower: float, upper: float, target: float) -> bool:
     """Whether a solved state can be re-solved without first checking its profile exactly.
 
@@ -377,129 +313,11 @@ def needs_no_check(lower: float, upper: float, target: float) -> bool:
     return lower > target and (lower > RESCALE_ABOVE * target or upper <= RESCALE_ABOVE * target)
 
 
-def margin_bounds(sigma: np.ndarray, margins: tuple[np.ndarray, np.ndarray], hand: CompiledHand,
-                  order_probs: np.ndarray, U_then: np.ndarray, U_now: np.ndarray) -> tuple[float, float]:
-    """Upper and lower bound ($) on a profile's exploitability under ``U_now`` from its decisions' margins
-    under ``U_then``.
-
-    Player k's gain is Σ over his nodes h and classes c of f(d) = (1 − σ)·[d]⁺ + σ·[−d]⁺, with d
-    the jam advantage cf_jam − cf_fold ($, :meth:`engine.cfr.HandSolver.keep_margins`): in a
-    jam/fold hand each player decides at most once, so a best response is chosen decision by
-    decision. Both counterfactual values are the decision's reach mass m times an expected payoff
-    over the outcomes below its jam child (J) or its fold child (F), so cf_jam moves by m times a
-    value between min and max of ΔU_k over J, cf_fold likewise over F, and d by m·[min_J − max_F,
-    max_J − min_F]; f is convex, so largest at an end of that interval. Where nobody has jammed
-    yet (depth 0) the fold side moves by exactly m·E[ΔU_k | F]: nobody in the pot holds cards, and
-    a folded hand goes back into the deck (SPEC §2), so what follows a fold does not depend on the
-    folder's class, and its outcome distribution is the profile's ``order_probs`` (t × 6, those
-    ``margins`` were kept with) restricted to F. Decisions far from indifference add nothing, so
-    this is much tighter than :func:`gain_bound` when only a few classes are close calls. The
-    stored float32 margins and masses are widened by their rounding (2⁻²⁰ relative, well above
-    float32's 2⁻²⁴).
-
-    The lower bound is the gain of the best strategy that is sure to gain, decision by decision:
-    jam, which gains (1 − σ)·d, at least (1 − σ) times the low end of d's interval; fold, which
-    gains −σ·d, at least −σ times its high end; or σ itself, 0. A state surely above the target is
-    re-solved without an exact check first (:func:`needs_no_check`).
-
-    Measured against one range of ΔU_k over all outcomes for both sides and no lower bound (the
-    bounds before 2026-11-25), gamma $0.0001, one thread each, side by side: the 20-unit 4-player
-    layer without kept depth-2 sums (as the 45-unit one runs) took 360.1 instead of 395.4 s, with
-    6,227 instead of 13,667 exact evaluations (81,973 against 81,932 CFR+ iterations, 39 against 36
-    outer iterations); the J and F ranges alone had cut them to 11,740, the exact fold side at
-    depth 0 to 10,354, the lower bound the rest.
-    """
-    K = len(hand.node_actor)
-    n = U_now.shape[2]
-    if not K:
-        return 0.0, 0.0
-    rows = K + U_now.shape[0]  # one per node, then one per terminal (see _subtree_row)
-    low, high, mean, mass = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows)
-    _subtree_moves(hand.node_fold, hand.node_jam, hand.term_orders, order_probs, U_then, U_now, low, high, mean, mass)
-    gains, sure_gains = np.zeros(n), np.zeros(n)
-    _margin_gains(sigma, margins[0], margins[1], hand.node_actor, hand.node_depth, hand.node_fold, hand.node_jam,
-                  low, high, mean, mass, gains, sure_gains)
-    return float(gains.max()), float(sure_gains.max())
-
-
-@nb.njit(cache=True, nogil=True)
-def _subtree_row(child, K):
-    """The row of a node's child (a node index, or −1 − terminal index) in :func:`_subtree_moves`' arrays."""
-    return child if child >= 0 else K - 1 - child
-
-
-@nb.njit(cache=True, nogil=True)
-def _subtree_moves(node_fold, node_jam, term_orders, order_probs, U_then, U_now, low, high, mean, mass):
-    """Per row (node h, then terminal t at row K + t) and player p, over the outcomes that occur in
-    its subtree, of ΔU_p = U_now − U_then: low/high the min/max, mean the mean under ``order_probs``
-    and mass their total probability. Children come after their parent in node order."""
-    K, n = node_fold.shape[0], low.shape[1]
-    low[:] = np.inf
-    high[:] = -np.inf
-    mean[:] = 0.0  # probability-weighted sums until divided at the end
-    mass[:] = 0.0
-    for t in range(term_orders.shape[0]):
-        r = K + t
-        for o in range(term_orders[t]):
-            q = order_probs[t, o]
-            mass[r] += q
-            for p in range(n):
-                d = U_now[t, o, p] - U_then[t, o, p]
-                low[r, p] = min(low[r, p], d)
-                high[r, p] = max(high[r, p], d)
-                mean[r, p] += q * d
-    for h in range(K - 1, -1, -1):
-        for child in (node_fold[h], node_jam[h]):
-            r = _subtree_row(child, K)
-            mass[h] += mass[r]
-            for p in range(n):
-                low[h, p] = min(low[h, p], low[r, p])
-                high[h, p] = max(high[h, p], high[r, p])
-                mean[h, p] += mean[r, p]
-    for r in range(mass.shape[0]):
-        if mass[r] > 0.0:
-            for p in range(n):
-                mean[r, p] /= mass[r]
-
-
-@nb.njit(cache=True, nogil=True)
-def _margin_gains(sigma, advantage, mass, node_actor, node_depth, node_fold, node_jam, low, high, mean, subtree_mass,
-                  gains, sure_gains):
-    """Per player, the largest gain :func:`margin_bounds` allows (added into ``gains``, $) and the gain
-    it guarantees (added into ``sure_gains``).
-
-    Compiled and without the GIL: a layer solve bounds every state once per outer iteration, and
-    the same in numpy (a dozen temporary K × 169 arrays) took 0.3 ms of interpreter time per state.
-    """
-    rounding = 2.0 ** -20
-    K = sigma.shape[0]
-    for h in range(K):
-        k = node_actor[h]
-        jam, fold = _subtree_row(node_jam[h], K), _subtree_row(node_fold[h], K)
-        fold_lo, fold_hi = low[fold, k], high[fold, k]
-        if node_depth[h] == 0 and subtree_mass[fold] > 1e-12:  # the fold side's move is known exactly
-            fold_lo = fold_hi = mean[fold, k]
-        down = low[jam, k] - fold_hi  # d moves by m·[down, up]
-        up = high[jam, k] - fold_lo
-        total = sure = 0.0
-        for c in range(sigma.shape[1]):
-            a = np.float64(advantage[h, c])
-            m = np.float64(mass[h, c])
-            slack = (abs(down) + abs(up)) * m * rounding + abs(a) * rounding
-            lo, hi = a + down * m - slack, a + up * m + slack
-            s = sigma[h, c]  # f is convex in d: largest at an end
-            total += max(0.0, (1.0 - s) * max(lo, 0.0) + s * max(-lo, 0.0),
-                         (1.0 - s) * max(hi, 0.0) + s * max(-hi, 0.0))
-            sure += max(0.0, (1.0 - s) * lo, -s * hi)
-        gains[k] += total
-        sure_gains[k] += sure
-
-
 SCREEN_FRACTION = 0.1
 """In a screening outer iteration (see :func:`solve_layer`) a state whose rigorous bound fails is
 still not re-checked while gain_then + SCREEN_FRACTION · (bound − gain_then) is within the target.
 Measured on the 25-unit 3-player game: a state's exploitability rose by a median 0 and a 99th
-percentile 9 % of what :func:`gain_bound` allowed, so exact checks (a full hand pass each, most of
+percentile 9 % of what :func:`~engine.exploitability_bounds.gain_bound` allowed, so exact checks (a full hand pass each, most of
 the time of an outer iteration that updates few states) mostly confirm what was known."""
 
 
@@ -679,7 +497,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
     # max gain + 2·drift is within the target cannot be more exploitable than that, so the
     # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ).
-    # Failing that, the sharper bound of :func:`gain_bound` from the per-player gains and the
+    # Failing that, the sharper bound of :func:`~engine.exploitability_bounds.gain_bounds` from the per-player gains and the
     # layer values at the last check (kept per outer iteration while a state refers to them)
     ledger = Ledger.empty([len(h.term_kind) for h in hands], n)
     log: list[dict] = []
