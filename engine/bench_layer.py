@@ -9,7 +9,7 @@ from the layer and measures both building blocks on each, with the layer solve's
 * **cold**: a fresh solver, successor values from Harville (the PI-CFR+ start), solved to
   ``gamma`` ($, the state's single-hand exploitability);
 * **from a neighbour**: as the layer's first outer iteration starts a state, from the regrets of
-  the neighbour :func:`engine.tournament.warm_start_waves` picks for it (one unit moved between
+  the neighbour :func:`engine.warm_starts.warm_start_waves` picks for it (one unit moved between
   two players), that neighbour solved cold first; same values and target. States whose wave
   starts a warm-start chain have no source and start cold. In the layer the source has itself
   started from a neighbour (chains up to ``WARM_CHAIN`` long), which one link does not copy;
@@ -48,7 +48,8 @@ from engine.perf_map import write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
-from engine.tournament import _rescale_regrets, _warm_start, model_layer_values, tree_shape, warm_start_waves
+from engine.tournament import _rescale_regrets, model_layer_values
+from engine.warm_starts import start_from_neighbour, tree_shape, warm_start_waves
 
 NC = 169
 
@@ -80,7 +81,7 @@ def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payout
         donor.solve(utilities(near, harville), gamma, ws=ws, delay=2)
         ws.forget()
         solver = HandSolver(hand, tensors)
-        _warm_start(solver, donor)
+        start_from_neighbour(solver, donor)
         t0 = time.perf_counter()
         _, nb_its = solver.solve(u_cold, gamma, ws=ws, delay=2)
         t_nb = time.perf_counter() - t0

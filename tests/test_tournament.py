@@ -402,7 +402,7 @@ def test_the_target_tightens_by_root_ten_once_a_level_settles():
 
 def test_neighbour_table_moves_one_unit_between_two_players():
     from engine.states import enumerate_states, state_index
-    from engine.tournament import neighbour_table
+    from engine.warm_starts import neighbour_table
 
     stacks = enumerate_states(9, 4)
     table = neighbour_table(stacks)
@@ -422,7 +422,8 @@ def test_neighbour_table_moves_one_unit_between_two_players():
 @pytest.mark.parametrize("units,players", [(6, 2), (9, 3), (11, 4), (12, 5)])
 def test_tree_shape_groups_states_with_the_same_hand_tree(units, players):
     """States share a tree_shape exactly when their compiled hands have the same nodes."""
-    from engine.tournament import compile_layer, tree_shape
+    from engine.tournament import compile_layer
+    from engine.warm_starts import tree_shape
 
     stacks, hands = compile_layer(units, players, (50.0, 30.0, 20.0)[:max(2, min(players, 3))])
     shape = tree_shape(stacks)
@@ -437,10 +438,11 @@ def test_warm_start_waves_take_each_source_from_the_wave_before(monkeypatch, cha
     """Every never-solved state starts from a neighbour of the same shape solved in the previous wave,
     but for one seed per connected group of same-shape neighbours and the states at multiples of the
     longest warm-start chain."""
-    from engine import tournament
-    from engine.tournament import compile_layer, neighbour_table, warm_start_waves
+    from engine import warm_starts
+    from engine.tournament import compile_layer
+    from engine.warm_starts import neighbour_table, warm_start_waves
 
-    monkeypatch.setattr(tournament, "WARM_CHAIN", chain)
+    monkeypatch.setattr(warm_starts, "WARM_CHAIN", chain)
     stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
     wave, source = warm_start_waves(stacks)
     neighbours = neighbour_table(stacks)
