@@ -18,7 +18,7 @@ from assets.models import game_states
 from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
-from engine.cfr import SolverTensors
+from engine.hand_pass import SolverTensors
 from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.policy_evaluation import finishing_probabilities

@@ -1,4 +1,4 @@
-"""The depth-2 part of a pass (see :mod:`engine.cfr`): nodes whose actor faces two all-in jammers.
+"""The depth-2 part of a pass (see :mod:`engine.hand_pass`): nodes whose actor faces two all-in jammers.
 
 A jam there makes a three-way showdown, so these nodes carry the passes' 169³ contractions, and
 most of their time. Two kinds of sums are kept between passes and brought up to date by what
@@ -31,7 +31,7 @@ def pack_pairs(m3c: np.ndarray) -> np.ndarray:
 
     The depth-2 jam chances sum over the third class c for many pairs at once; with c outermost,
     one class's contribution to every pair is one contiguous 690 KB block, read front to back,
-    instead of 48 bytes scattered at 8 KB strides. Pairs b < a follow by :data:`engine.cfr.SWAP_FIRST_TWO`.
+    instead of 48 bytes scattered at 8 KB strides. Pairs b < a follow by :data:`engine.hand_pass.SWAP_FIRST_TWO`.
     """
     out = np.empty((NC, NPAIRS, 6))
     p = 0
@@ -91,7 +91,7 @@ def prefix_by_second_class(m3j: np.ndarray, order: np.ndarray) -> np.ndarray:
 def prefix_by_class(m3p: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Running sums of the packed tensor over the classes in ``order``: out[i] = Σ_{j ≤ i} m3p[order[j]].
 
-    Ranges are mostly the strongest classes by some measure of strength (:data:`engine.cfr.SolverTensors`
+    Ranges are mostly the strongest classes by some measure of strength (:data:`engine.hand_pass.SolverTensors`
     uses the chance to win a three-way all-in against two random hands): a depth-2 strategy
     σ = 1 on the first k classes of that order and 0 elsewhere, but for a few deviating or mixed
     classes, has jam chances out[k − 1] + Σ_dev δ(c) m3p[c] — 1 + (deviations) contiguous 690 KB
@@ -194,7 +194,7 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
 
     G[a, b, o] = Σ_c σ(c) P(c | a, b) P(o | a, b, c). The pass reads G at (a, b) only when the
     first jammer's class a still has reach at the creator node or the creator's actor jams b with
-    some probability (the rows :func:`engine.cfr.hand_pass` visits backward; elsewhere the reach is 0); by
+    some probability (the rows :func:`engine.hand_pass.hand_pass` visits backward; elsewhere the reach is 0); by
     symmetry, the pair {a, b} is needed when a or b is in ``need`` (that union of classes). Deep
     stacks jam narrow ranges, so often most pairs are not needed.
 

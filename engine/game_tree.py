@@ -1,4 +1,4 @@
-"""A state's hand compiled into flat arrays for the numba CFR+ kernels (see :mod:`engine.cfr`).
+"""A state's hand compiled into flat arrays for the numba kernels (see :mod:`engine.hand_pass`).
 
 The rules come from :mod:`engine.hand`; this module only re-indexes them for the solver:
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.cfr import HandSolver, SolverTensors
+from engine.cfr import HandSolver
+from engine.hand_pass import SolverTensors
 from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.policy_evaluation import evaluate_layer

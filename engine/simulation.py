@@ -48,7 +48,7 @@ from engine.hand import hand_tree
 from engine.states import enumerate_states, state_index
 
 if TYPE_CHECKING:
-    from engine.cfr import SolverTensors
+    from engine.hand_pass import SolverTensors
     from engine.showdown import ShowdownTensors
 
 NC = 169
@@ -410,7 +410,7 @@ class ShowdownSampler:
 
     @classmethod
     def from_tensors(cls, tensors: "Tensors") -> "ShowdownSampler":
-        """From :class:`engine.showdown.ShowdownTensors` or :class:`engine.cfr.SolverTensors`."""
+        """From :class:`engine.showdown.ShowdownTensors` or :class:`engine.hand_pass.SolverTensors`."""
         if isinstance(tensors, ShowdownSampler):
             return tensors
         if hasattr(tensors, "order3"):

@@ -1,7 +1,7 @@
 """Path-enumeration reference for one jam/fold hand (test helper for ``tests/test_cfr.py``).
 
 An independent evaluator of a strategy profile under the card model of SPEC §2, written
-differently from :func:`engine.cfr.hand_pass`: instead of a backward recursion over decision
+differently from :func:`engine.hand_pass.hand_pass`: instead of a backward recursion over decision
 nodes it lists every decision path (root → terminal) of :func:`engine.hand.hand_tree` and
 evaluates each path on its own with numpy einsum contractions over the classes of the path's
 jammers.

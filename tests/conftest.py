@@ -51,7 +51,7 @@ def tiny_tensors():
 
     Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
     """
-    from engine.cfr import SolverTensors
+    from engine.hand_pass import SolverTensors
     from engine.rollout import build_pair_table, build_triple_table
     from engine.showdown import showdown_tensors
 

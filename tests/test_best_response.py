@@ -13,7 +13,7 @@ import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
 from engine.best_response import best_reply, ex_post
-from engine.cfr import SolverTensors
+from engine.hand_pass import SolverTensors
 from engine.game_tree import compile_hand
 from engine.hand import hand_tree
 from engine.rollout import build_pair_table, build_triple_table

@@ -1,4 +1,5 @@
-"""The CFR+ hand pass (engine/cfr.py) against an independent path-enumeration reference.
+"""The hand pass (engine/hand_pass.py) and the CFR+ solver (engine/cfr.py) against an independent
+path-enumeration reference.
 
 The reference (:mod:`brute_hand`) lists every decision path of :func:`engine.hand.hand_tree` and
 evaluates each one with numpy broadcasting over the jammers' classes; the kernel recurses over
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
-from engine.cfr import HandSolver, SolverTensors, Workspace
+from engine.cfr import HandSolver
+from engine.hand_pass import SolverTensors, Workspace
 from engine.equity_models import finishing_matrices, payoffs
 from engine.game_tree import compile_hand, utilities
 from engine.hand import hand_tree
@@ -221,7 +223,7 @@ def test_jam_chances_of_threshold_ranges_match_path_enumeration(tensors, stacks)
 def test_shared_workspace_across_hands(tensors):
     """A layer solve evaluates many hands in one per-thread Workspace: leftovers of a bigger or
     denser hand must not leak into the next one (the kernel skips unreachable depth-2 entries)."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     ws = Workspace(5)
     rng = np.random.default_rng(99)
@@ -345,7 +347,7 @@ def test_cfr_plus_solves_heads_up_hand(tensors):
 def test_incremental_three_way_chances_match_a_fresh_pass(tensors):
     """Consecutive passes of one hand update the depth-2 jam chances by the classes that changed;
     every pass must equal a from-scratch pass (fresh workspace) and the brute-force reference."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     stacks = (10, 15, 20)
     tree, hand, solver, ev = make_case(stacks, tensors)
@@ -369,7 +371,7 @@ def test_a_moved_threshold_is_summed_from_the_running_sums(tensors):
     """When a depth-2 range moves by more classes than it deviates from a top set of the class
     order, its jam chances are summed anew from the running sums instead of updated class by class
     (engine.depth2._three_way_chances): each pass must still equal a fresh pass and brute force."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
     from engine.depth2 import threshold_split
 
     stacks = (10, 15, 20)
@@ -399,10 +401,10 @@ def test_a_moved_threshold_is_summed_from_the_running_sums(tensors):
 
 
 def test_kept_depth2_counterfactual_sums_follow_a_cfr_run(tensors):
-    """The depth-2 counterfactual sums are updated pass to pass while U stays (engine.cfr.
+    """The depth-2 counterfactual sums are updated pass to pass while U stays (engine.depth2.
     _depth2_counterfactuals): along 60 CFR+ iterates in one workspace — early ones moving every
     class, late ones a few — and after U changes, they must equal a from-scratch pass."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     stacks = (10, 12, 11, 12)
     tree, hand, solver, ev = make_case(stacks, tensors)
@@ -432,7 +434,7 @@ def test_factored_depth2_sums_follow_either_jammer_range(tensors):
     x cost a vector per row, changes of the creator's range y the changed columns of each kept row.
     Through changes of x alone, y alone, rows leaving and re-entering the range, and a restart
     from kept outcome-space sums under new utilities, every pass must equal a from-scratch one."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     tree, hand, solver, ev = make_case((10, 15, 20), tensors)
     h = int(np.flatnonzero(hand.node_depth == 2)[0])
@@ -472,7 +474,7 @@ def test_a_neighbours_kept_sums_seed_a_hand_of_the_same_tree(tensors):
     from its kept jam chances and depth-2 sums too (HandSolver.copy_kept_sums): they depend on the
     profile only, so its evaluations must equal from-scratch ones, and keeping its own must leave
     the neighbour's untouched. A hand of another tree is refused."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     tree, hand, solver, ev = make_case((10, 15, 20), tensors)
     n_tree, n_hand, neighbour, _ = make_case((11, 14, 20), tensors)
@@ -505,7 +507,7 @@ def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
     """A layer solve keeps each state's depth-2 jam chances (HandSolver.keep_jam_chances) and the
     next evaluation of that hand in a workspace another hand has used starts from them: it must
     equal a from-scratch evaluation — and it must really read them (corrupted ones show)."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     tree, hand, solver, ev = make_case((10, 15, 20), tensors)
     other_tree, other_hand, other, other_ev = make_case((12, 9, 24), tensors)
@@ -541,7 +543,7 @@ def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
 def test_three_way_tensors_are_swap_symmetric_and_asymmetric_ones_are_refused(tensors):
     """The depth-2 jam chances sum only pairs a <= b and mirror the rest (engine.depth2._three_way_chances):
     that needs m3c[b, a, c, o] == m3c[a, b, c, SWAP_FIRST_TWO[o]] exactly."""
-    from engine.cfr import SWAP_FIRST_TWO, _swap_symmetric
+    from engine.hand_pass import SWAP_FIRST_TWO, _swap_symmetric
     sd = tensors[2]
     m3c = sd.cond3[..., None] * np.moveaxis(sd.order3, 0, -1)
     assert np.array_equal(m3c.transpose(1, 0, 2, 3)[..., SWAP_FIRST_TWO], m3c)
@@ -573,7 +575,7 @@ def test_three_way_chances_follow_the_pairs_the_pass_reads(tensors):
     first jammer's class still has reach, or the creator's actor jams the second class). Ranges
     that grow, shrink or move — with the depth-2 strategy itself unchanged, changed, or both —
     must give the from-scratch pass and the brute-force reference every time."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     stacks = (10, 15, 20)
     tree, hand, solver, ev = make_case(stacks, tensors)
@@ -793,7 +795,7 @@ def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors,
     from-scratch evaluation, also after the sums were brought up to a later profile, and it must
     really read them (corrupted ones show). Three players: the fold child of the depth-2 node is a
     two-jammer showdown (fold sums kept too); four: depth-2 nodes folding to another node."""
-    from engine.cfr import Workspace
+    from engine.hand_pass import Workspace
 
     tree, hand, solver, ev = make_case(stacks, tensors)
     other_tree, other_hand, other, other_ev = make_case((12, 9, 24), tensors)

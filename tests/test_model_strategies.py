@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
-from engine.cfr import SolverTensors
+from engine.hand_pass import SolverTensors
 from engine.hand import hand_tree
 from engine.model_strategies import fgs_sweeps, model_values, profile_values, solve_sweep
 from engine.rollout import build_pair_table, build_triple_table

@@ -516,7 +516,8 @@ def test_a_state_is_resolved_unchecked_only_when_its_check_would_fail(tiny_tenso
     evaluation of the state's profile in a fresh solver and workspace, right before the re-solve.
     The tiny layer must hit the skip, and it still ends with every state within gamma."""
     from engine import tournament
-    from engine.cfr import HandSolver, Workspace
+    from engine.cfr import HandSolver
+    from engine.hand_pass import Workspace
 
     lower = {2: solved[2].values}
     decide, resolve = tournament.needs_no_check, HandSolver.solve
