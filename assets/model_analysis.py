@@ -31,9 +31,9 @@ from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.best_response import ex_post
 from engine.cfr import HandSolver
-from engine.hand_pass import Workspace
 from engine.config import GameConfig
 from engine.equity_models import MODELS
+from engine.hand_pass import Workspace
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
 from engine.sweep_checkpoint import drop_solvers, sweep_saved

@@ -18,9 +18,9 @@ from assets.models import game_states
 from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
-from engine.hand_pass import SolverTensors
 from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
+from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import finishing_probabilities
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line

@@ -43,8 +43,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.hand_pass import SolverTensors, Workspace
 from engine.game_tree import compile_hand, utilities
+from engine.hand_pass import SolverTensors, Workspace
 from engine.perf_map import write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from engine import tournament
 from engine.cfr import HandSolver
-from engine.hand_pass import SolverTensors
 from engine.game_tree import compile_hand, utilities
+from engine.hand_pass import SolverTensors
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line

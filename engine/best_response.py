@@ -44,8 +44,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
-from engine.hand_pass import SolverTensors, Workspace
 from engine.game_tree import CompiledHand, utilities
+from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import layer_transitions, solve_layer
 from engine.tournament import heaviest_first
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.hand_pass import SolverTensors
 from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
+from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import evaluate_layer
 from engine.sweep_checkpoint import drop_solvers, load_sweep_layer, save_sweep_layer
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.hand_pass import SolverTensors
 from engine.checkpoint import restore_records, solver_records, write_npz
 from engine.game_tree import CompiledHand
+from engine.hand_pass import SolverTensors
 
 
 def _paths(folder: Path, label: str, n: int) -> tuple[Path, Path]:

@@ -38,11 +38,11 @@ import numpy as np
 
 from engine import equity_models, states
 from engine.cfr import NC, HandSolver
-from engine.hand_pass import SolverTensors, Workspace
 from engine.checkpoint import Ledger, layer_path, load_blocks, load_layer, save_block, save_layer
 from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import hand_tree
+from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import evaluate_layer
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 

@@ -13,9 +13,9 @@ import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
 from engine.best_response import best_reply, ex_post
-from engine.hand_pass import SolverTensors
 from engine.game_tree import compile_hand
 from engine.hand import hand_tree
+from engine.hand_pass import SolverTensors
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index

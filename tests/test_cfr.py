@@ -22,10 +22,10 @@ import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
 from engine.cfr import HandSolver
-from engine.hand_pass import SolverTensors, Workspace
 from engine.equity_models import finishing_matrices, payoffs
 from engine.game_tree import compile_hand, utilities
 from engine.hand import hand_tree
+from engine.hand_pass import SolverTensors, Workspace
 from engine.rollout import ORDERS, build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
@@ -371,8 +371,8 @@ def test_a_moved_threshold_is_summed_from_the_running_sums(tensors):
     """When a depth-2 range moves by more classes than it deviates from a top set of the class
     order, its jam chances are summed anew from the running sums instead of updated class by class
     (engine.depth2._three_way_chances): each pass must still equal a fresh pass and brute force."""
-    from engine.hand_pass import Workspace
     from engine.depth2 import threshold_split
+    from engine.hand_pass import Workspace
 
     stacks = (10, 15, 20)
     tree, hand, solver, ev = make_case(stacks, tensors)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
-from engine.hand_pass import SolverTensors
 from engine.hand import hand_tree
+from engine.hand_pass import SolverTensors
 from engine.model_strategies import fgs_sweeps, model_values, profile_values, solve_sweep
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
@@ -186,8 +186,8 @@ def test_equilibrium_solvers_restore_only_what_a_warm_start_reads(game, tmp_path
     """From a solve checkpoint, the warm-start solvers get the final regrets, predictions and clocks
     (as a full restore has them) but no certified profiles or margins, and a Harville sweep started
     from them equals one started from fully restored solvers, to the bit."""
-    from engine.checkpoint import load_layer
     from engine.cfr import REGRET_ARRAYS, HandSolver
+    from engine.checkpoint import load_layer
     from engine.model_strategies import equilibrium_solvers
     from engine.tournament import solve_layer
 
