@@ -287,9 +287,9 @@ class HandSolver:
         """Keep, for the profile the last :meth:`evaluate` in ``ws`` evaluated (the certified one),
         every decision's jam advantage cf_jam − cf_fold ($) and reach mass (probability), K × 169.
 
-        With them :func:`engine.exploitability_bounds.margin_bounds` bound the profile's exploitability under
-        other successor values without a pass. Stored as float32 (the bound allows for the rounding):
-        45-unit 5-player layer, 32 KiB per state.
+        With them :func:`engine.exploitability_bounds.margin_bounds` bound the profile's
+        exploitability under other successor values without a pass. Stored as float32 (the bound
+        allows for the rounding): 45-unit 5-player layer, 32 KiB per state.
         """
         ws = self._workspace(ws)
         K = len(self.hand.node_actor)

@@ -10,8 +10,8 @@ layer or of smaller ones, so layers are solved 2, 3, …, players. Within a laye
 4. stop when, after (b), no state needs (a).
 
 Most of a late outer iteration is spent confirming that states are still within target. A state is
-skipped when a rigorous bound on its exploitability (:func:`engine.exploitability_bounds.gain_bound`) is within target; while
-the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
+skipped when a rigorous bound on its exploitability (:mod:`engine.exploitability_bounds`) is
+within target; while the layer is not yet settled, outer iterations also *screen*: a state whose bound fails but whose
 exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later check. The layer
 only stops after an outer iteration that screens no state updates none, so the result is as
 certified as without it. A state whose solve ends at the CFR+ iteration cap above the target is
@@ -229,8 +229,9 @@ SCREEN_FRACTION = 0.1
 """In a screening outer iteration (see :func:`solve_layer`) a state whose rigorous bound fails is
 still not re-checked while gain_then + SCREEN_FRACTION · (bound − gain_then) is within the target.
 Measured on the 25-unit 3-player game: a state's exploitability rose by a median 0 and a 99th
-percentile 9 % of what :func:`~engine.exploitability_bounds.gain_bound` allowed, so exact checks (a full hand pass each, most of
-the time of an outer iteration that updates few states) mostly confirm what was known."""
+percentile 9 % of what :func:`~engine.exploitability_bounds.gain_bound` allowed, so exact checks
+(a full hand pass each, most of the time of an outer iteration that updates few states) mostly
+confirm what was known."""
 
 
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
@@ -409,8 +410,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     # utilities moved since (sum of its same-layer successors' max |ΔV|): a state whose
     # max gain + 2·drift is within the target cannot be more exploitable than that, so the
     # evaluation is skipped (a utility change of δ moves each player's gain by at most 2δ).
-    # Failing that, the sharper bound of :func:`~engine.exploitability_bounds.gain_bounds` from the per-player gains and the
-    # layer values at the last check (kept per outer iteration while a state refers to them)
+    # Failing that, the sharper bounds of :mod:`engine.exploitability_bounds` from the per-player
+    # gains and the layer values at the last check (kept per outer iteration while a state refers to them)
     ledger = Ledger.empty([len(h.term_kind) for h in hands], n)
     log: list[dict] = []
     start_outer = 0

@@ -470,10 +470,10 @@ def test_factored_depth2_sums_follow_either_jammer_range(tensors):
 
 
 def test_a_neighbours_kept_sums_seed_a_hand_of_the_same_tree(tensors):
-    """A never-solved state warm-started from a neighbour (engine.warm_starts.start_from_neighbour) starts
-    from its kept jam chances and depth-2 sums too (HandSolver.copy_kept_sums): they depend on the
-    profile only, so its evaluations must equal from-scratch ones, and keeping its own must leave
-    the neighbour's untouched. A hand of another tree is refused."""
+    """A never-solved state warm-started from a neighbour (engine.warm_starts.start_from_neighbour)
+    starts from its kept jam chances and depth-2 sums too (HandSolver.copy_kept_sums): they depend
+    on the profile only, so its evaluations must equal from-scratch ones, and keeping its own must
+    leave the neighbour's untouched. A hand of another tree is refused."""
     from engine.hand_pass import Workspace
 
     tree, hand, solver, ev = make_case((10, 15, 20), tensors)
