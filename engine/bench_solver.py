@@ -2,7 +2,7 @@
 
     python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
                                   [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
-                                  [--no-kept-sums]
+                                  [--no-kept-sums] [--layer-sweeps]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
@@ -16,7 +16,12 @@ e.g. the 45-unit 4-player one, can be measured with the smaller layers read back
 ``--no-kept-sums`` solves without the depth-2 sums kept between outer iterations, as the 45-unit
 4- and 5-player layers must (they do not fit the budget), so a smaller layer can stand in for
 them: e.g. ``--layer-units 20 --layer-players 4 --layer-gamma 1e-4 --sweep-units 0 --no-kept-sums``
-with ``NUMBA_NUM_THREADS=1``.
+with ``NUMBA_NUM_THREADS=1``. ``--layer-sweeps`` then times the model-strategy sweeps over that
+solved game as ``model_strategies`` runs them (needs ``--checkpoint``): Harville warm-started from
+the equilibrium's regrets, Weitzman from Harville's, FGS-1 continuing Harville's solvers; per
+layer, seconds, CFR+ iterations and ms per state. E.g. the 45-unit 4-player game, its layers read
+back from a finished checkpoint: ``--units 45 --iterations 20 --layer-units 45 --layer-players 4
+--layer-gamma 1e-4 --sweep-units 0 --checkpoint DIR --layer-sweeps``.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-kept-sums", action="store_true",
                         help="keep no depth-2 sums between outer iterations (DEPTH2_SUM_BUDGET 0), as the 45-unit "
                              "4- and 5-player layers run, to measure them on a smaller layer")
+    parser.add_argument("--layer-sweeps", action="store_true",
+                        help="after the PI-CFR+ solve, time the model sweeps over its game (Harville from the "
+                             "equilibrium's regrets, Weitzman from Harville's, FGS-1 from Harville's); needs --checkpoint")
     args = parser.parse_args(argv)
     _check_arguments(parser, args)
     if args.no_kept_sums:
@@ -93,7 +101,9 @@ def main(argv: list[str] | None = None) -> None:
           f"exploitability {max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
           f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
-
+    if args.layer_sweeps:
+        layer_sweep_figures(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma,
+                            tensors, args.checkpoint)
     if args.sweep_units:
         model_sweep_figures(args.sweep_units, payouts, tensors)
 
@@ -114,12 +124,60 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--sweep-units must be 0 (no sweeps) or at least 3")
     if args.checkpoint is not None and args.checkpoint.exists() and not args.checkpoint.is_dir():
         parser.error(f"--checkpoint must be a folder: {args.checkpoint} is a file")
+    if args.layer_sweeps and args.checkpoint is None:
+        parser.error("--layer-sweeps needs --checkpoint (the sweeps warm-start from the equilibrium's saved regrets)")
 
 
 def _print_progress(event: dict) -> None:
     line = layer_log_line(event)
     if line is not None:
         print(f"  {line[1]}" if line[0] == "info" else f"  {line[0].upper()}: {line[1]}", flush=True)
+
+
+def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
+                        checkpoint: Path) -> None:
+    """Time the model sweeps over every state of the solved game as the ``model_strategies`` asset
+    runs them: Harville warm-started from the equilibrium's regrets (read from ``checkpoint``),
+    Weitzman from Harville's, then FGS-1 continuing Harville's solvers. Prints each sweep's seconds,
+    CFR+ iterations and ms per state for every layer (2 .. ``players``) and its largest
+    exploitability ($, within ``gamma``)."""
+    from engine.model_strategies import equilibrium_solvers, model_values, solve_sweep
+    from engine.tournament import compile_layer
+
+    stacks, layers = {}, {}
+    for n in range(2, players + 1):
+        stacks[n], layers[n] = compile_layer(units, n, payouts)
+    t0 = time.perf_counter()
+    warm = equilibrium_solvers(layers, tensors, checkpoint)
+    if warm is None:
+        raise SystemExit(f"no equilibrium regrets for every layer in {checkpoint}")
+    print(f"model sweeps, {units}-unit {players}-player game, gamma {gamma:g}: equilibrium regrets read in "
+          f"{time.perf_counter() - t0:.1f} s")
+
+    layer_wall: dict[tuple[str, int], float] = {}
+
+    def progress(event: dict) -> None:
+        layer_wall[event["label"], event["players"]] = event["wall_s"]
+
+    def report(sweep, start: str) -> None:
+        per_layer = ", ".join(f"{n}p {len(layers[n])} states {layer_wall[sweep.label, n]:.1f} s "
+                              f"{int(sweep.iterations[n].sum())} its "
+                              f"{layer_wall[sweep.label, n] / len(layers[n]) * 1e3:.1f} ms/state"
+                              for n in sorted(layers))
+        expl = max(float(e.max()) for e in sweep.exploitability.values())
+        print(f"  {sweep.label} from {start}: {sweep.wall_s:.1f} s ({per_layer}); max exploitability {expl:.2e} $",
+              flush=True)
+
+    harville = solve_sweep("harville", layers, model_values("harville", stacks, payouts), gamma, tensors, warm=warm,
+                           consume_warm=True, progress=progress)
+    del warm
+    report(harville, "the equilibrium's regrets")
+    weitzman = solve_sweep("weitzman", layers, model_values("weitzman", stacks, payouts), gamma, tensors,
+                           warm=harville.solvers, keep_solvers=False, progress=progress)
+    report(weitzman, "Harville's regrets")
+    fgs1 = solve_sweep("FGS-1", layers, harville.hand_values, gamma, tensors, warm=harville.solvers, keep_solvers=False,
+                       consume_warm=True, progress=progress)
+    report(fgs1, "Harville's regrets (its solvers continued)")
 
 
 def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverTensors) -> None:

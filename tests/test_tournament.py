@@ -225,6 +225,7 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
     ("bench_solver", ["--layer-players", "4", "--layer-units", "3"], "--layer-units must be at least --layer-players"),
     ("bench_solver", ["--layer-gamma", "0"], "--layer-gamma must be > 0"),
     ("bench_solver", ["--sweep-units", "2"], "--sweep-units must be 0 (no sweeps) or at least 3"),
+    ("bench_solver", ["--layer-sweeps"], "--layer-sweeps needs --checkpoint"),
 ])
 def test_solver_benchmarks_reject_bad_arguments(benchmark, argv, message, capsys):
     import importlib
@@ -266,7 +267,8 @@ def test_solver_benchmark_rejects_a_checkpoint_that_is_a_file(tmp_path, capsys):
 def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, capsys, monkeypatch):
     """With --checkpoint and --verbose the benchmark prints every outer iteration and its counts; run
     again on the same folder, it reads the finished layers back instead of solving them; --no-kept-sums
-    sets the layer solve's budget for kept depth-2 sums to 0."""
+    sets the layer solve's budget for kept depth-2 sums to 0; --layer-sweeps times the model sweeps over
+    the solved game, warm-started from the checkpoint's regrets, every state within gamma."""
     from engine import tournament
     from engine.bench_solver import main
 
@@ -278,9 +280,14 @@ def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, c
     assert tournament.DEPTH2_SUM_BUDGET == 0
     assert "3-player layer, outer iteration 1: target 1.0e+00 $" in first and "checked exactly" in first
     assert "PI-CFR+ of a 3-player 6-unit game to gamma 0.01: 15 states" in first and "exact checks [" in first
-    main(argv)
+    main(argv + ["--layer-sweeps"])
     again = capsys.readouterr().out
     assert "3-player layer read back solved from its checkpoint" in again and "outer iteration 1:" not in again
+    sweeps = re.findall(r"  (\S+) from (.+?): [0-9.]+ s \(2p 5 states .*, 3p 10 states .* ms/state\); "
+                        r"max exploitability ([0-9.e+-]+) \$", again)
+    assert [(label, start.split("'")[0]) for label, start, _ in sweeps] == [
+        ("harville", "the equilibrium"), ("weitzman", "Harville"), ("FGS-1", "Harville")]
+    assert all(float(e) <= 1e-2 for *_, e in sweeps)
 
 
 def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
