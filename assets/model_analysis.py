@@ -37,7 +37,7 @@ from engine.hand_pass import Workspace
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
-from engine.tournament import compile_layer, largest_hand
+from engine.tournament import compile_game, largest_hand
 from warehouse import db
 
 SWEEP_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
@@ -64,10 +64,7 @@ def model_names(cfg: GameConfig) -> list[str]:
 
 
 def _game_layers(cfg: GameConfig) -> tuple[dict[int, np.ndarray], dict]:
-    stacks, layers = {}, {}
-    for n in range(2, cfg.players + 1):
-        stacks[n], layers[n] = compile_layer(cfg.units, n, cfg.payouts)
-    return stacks, layers
+    return compile_game(cfg.units, cfg.players, cfg.payouts)
 
 
 def _node_rows(sweep: Sweep, layers: dict) -> Iterator[pd.DataFrame]:

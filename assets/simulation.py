@@ -24,7 +24,7 @@ from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.config import position_names
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
-from engine.states import enumerate_states, state_index
+from engine.states import enumerate_states
 from warehouse import db
 
 CHECKS = ("equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool")

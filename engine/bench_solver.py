@@ -39,7 +39,7 @@ from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
 from engine.states import enumerate_states, state_index
-from engine.tournament import icm_values, solve_tournament
+from engine.tournament import compile_game, icm_values, solve_tournament
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -142,11 +142,8 @@ def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], ga
     CFR+ iterations and ms per state for every layer (2 .. ``players``) and its largest
     exploitability ($, within ``gamma``)."""
     from engine.model_strategies import equilibrium_solvers, model_values, solve_sweep
-    from engine.tournament import compile_layer
 
-    stacks, layers = {}, {}
-    for n in range(2, players + 1):
-        stacks[n], layers[n] = compile_layer(units, n, payouts)
+    stacks, layers = compile_game(units, players, payouts)
     t0 = time.perf_counter()
     warm = equilibrium_solvers(layers, tensors, checkpoint)
     if warm is None:
@@ -183,11 +180,8 @@ def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], ga
 def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverTensors) -> None:
     """Time of a model-strategy sweep over all states (2 and 3 players), cold and warm-started."""
     from engine.model_strategies import model_values, solve_sweep
-    from engine.tournament import compile_layer
 
-    stacks, layers = {}, {}
-    for n in (2, 3):
-        stacks[n], layers[n] = compile_layer(units, n, payouts)
+    stacks, layers = compile_game(units, 3, payouts)
     states_total = sum(len(v) for v in stacks.values())
     harville = model_values("harville", stacks, payouts)
     cold = solve_sweep("harville", layers, harville, 1e-4, tensors)

@@ -93,6 +93,15 @@ def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.nd
     return stacks, hands
 
 
+def compile_game(units: int, players: int, payouts: tuple[float, ...]
+                 ) -> tuple[dict[int, np.ndarray], dict[int, list[CompiledHand]]]:
+    """:func:`compile_layer` for every layer 2 .. ``players``: (stacks, hands), each keyed by player count."""
+    stacks, hands = {}, {}
+    for n in range(2, players + 1):
+        stacks[n], hands[n] = compile_layer(units, n, payouts)
+    return stacks, hands
+
+
 class SolverPool:
     """Threads with one workspace each (the numba kernels release the GIL)."""
 

@@ -149,9 +149,9 @@ def test_equilibrium_node_rows_frame_by_frame(tmp_path, monkeypatch):
 
     import assets.solve as solve
     from assets.ex_post import read_strategies
-    from engine.hand_pass import SolverTensors
     from engine.config import profile
     from engine.hand import hand_tree
+    from engine.hand_pass import SolverTensors
     from engine.rollout import build_pair_table, build_triple_table
     from engine.showdown import showdown_tensors
     from engine.tournament import solve_layer
