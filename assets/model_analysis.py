@@ -63,10 +63,6 @@ def model_names(cfg: GameConfig) -> list[str]:
     return [*MODELS, *(f"FGS-{d}" for d in range(1, cfg.fgs_depth + 1))]
 
 
-def _game_layers(cfg: GameConfig) -> tuple[dict[int, np.ndarray], dict]:
-    return compile_game(cfg.units, cfg.players, cfg.payouts)
-
-
 def _node_rows(sweep: Sweep, layers: dict) -> Iterator[pd.DataFrame]:
     for n, strategies in sweep.strategies.items():
         for lo in range(0, len(strategies), NODE_ROW_STATES):
@@ -96,7 +92,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     cfg = game.config()
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
-    stacks, layers = _game_layers(cfg)
+    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
     folder = sweep_checkpoint_dir(cfg)
     warm = None
     if sweep_saved(folder, "harville", list(layers)):  # read back: no warm start (nor 7 GiB of thesis regrets) needed
@@ -211,7 +207,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     cfg = game.config()
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
-    stacks, layers = _game_layers(cfg)
+    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
     min_gain = np.inf
     rows = 0
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
