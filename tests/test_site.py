@@ -50,8 +50,8 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def _rendered_dom(url: str) -> str:
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+def _rendered_dom(url: str, *flags: str) -> str:
+    cmd = [_chromium(), *flags, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
            "--disable-quic", "--allow-file-access-from-files", "--virtual-time-budget=30000", "--dump-dom", url]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
@@ -72,6 +72,58 @@ def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     # vega-embed drew real SVG marks (rects of the heat map, lines/bars of the model charts)
     assert dom.count('class="mark-') >= charts
     assert "Chart failed to render" not in dom
+
+
+_LAYOUT_PROBE = """<script>setTimeout(function () {
+  var rows = [];
+  document.querySelectorAll(".vchart").forEach(function (div) {
+    var svg = div.querySelector("svg.marks"), menu = div.querySelector("summary");
+    rows.push([div.id, svg ? svg.getAttribute("width") : -1, svg ? svg.getBoundingClientRect().width : -1,
+               div.clientWidth, div.scrollWidth, menu ? menu.getBoundingClientRect().width : -1].join(","));
+  });
+  document.body.setAttribute("data-layout", rows.join(";"));
+}, 4000);</script></body>"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", ["showdown.html", "equity-models.html", "equilibrium.html", "push-fold.html",
+                                  "solve-quality.html", "models.html", "model-ranges.html", "ex-post.html",
+                                  "simulation.html"])
+def test_charts_are_drawn_at_their_own_size(tiny_build, page, tmp_path):
+    """Material shrinks every svg to the text column; the faceted charts' axis labels ended up 4-5 px
+    high, and vega-embed's menu was drawn as a wide admonition title past the chart. Charts must keep
+    the size of their spec (scrolling sideways when wider than the column) and the menu its button."""
+    if not _chromium():
+        pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
+    site = tiny_build["site"]
+    probe = site / f"probe-{page}"
+    probe.write_text((site / page).read_text().replace("</body>", _LAYOUT_PROBE, 1))
+    try:
+        dom = _rendered_dom(probe.as_uri(), "--window-size=1300,2000")
+    finally:
+        probe.unlink()
+    found = re.search(r'data-layout="([^"]*)"', dom)
+    assert found and found.group(1), dom[:2000]
+    for row in found.group(1).split(";"):
+        chart_id, width, drawn, client, scroll, menu = row.split(",")
+        assert float(drawn) == pytest.approx(float(width), abs=0.5), row  # not scaled down
+        assert 0 < float(menu) <= 40, row  # vega-embed's small round menu button
+        if float(width) + 40 <= float(client):  # a chart that fits the column does not scroll
+            assert int(scroll) <= int(client), row
+
+
+def test_facet_charts_wrap_to_the_text_column():
+    """One panel per player count, two per row: a 5-player game's four panels in a row were twice
+    as wide as the text column."""
+    import pandas as pd
+
+    from sitegen.charts import FACET_COLUMNS, ex_post_bars, value_by_stack
+
+    lines = pd.DataFrame({"players": [2, 3, 4, 5], "stack": [1, 1, 1, 1], "series": "harville", "value": 0.0})
+    bars = pd.DataFrame({"series": "harville", "players": [2, 3, 4, 5], "mean_gain": 0.1, "max_gain": 0.2})
+    for spec in (value_by_stack(lines, "$").to_dict(), ex_post_bars(bars, ["harville"]).to_dict()):
+        assert spec["columns"] == FACET_COLUMNS == 2
+        assert FACET_COLUMNS * spec["spec"]["width"] <= 560
 
 
 def test_model_pages_show_the_warehouse_numbers(tiny_build):

@@ -18,6 +18,10 @@ FGS_LIGHTEST, FGS_DARKEST = (0xc0, 0x8f, 0xd8), (0x3f, 0x00, 0x7d)
 """Ends of the purple ramp of the FGS-d lines: FGS-1 lightest, the deepest FGS in a chart darkest."""
 OTHER_COLOR = "#8c564b"
 
+FACET_COLUMNS = 2
+"""Panels per row of the charts with one panel per player count: two fit the text column at full
+size, where four in a row had to be shrunk to half (unreadable axis labels)."""
+
 
 def _fgs_depth(model: str) -> int | None:
     head, _, depth = model.partition("-")
@@ -122,7 +126,7 @@ def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
     )
 
 
-def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 4) -> alt.Chart:
+def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart:
     """13×13 jam-probability grids, one panel per decision node.
 
     ``df`` columns: panel (node description), grid_row, grid_col, label, jam_probability.
@@ -142,7 +146,7 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 4) -> alt.Chart
 
 
 def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
-    """Lines of a $ value by stack, one colour per series, one panel per player count.
+    """Lines of a $ value by stack, one colour per series, one panel per player count (two per row).
 
     ``df`` columns: players, stack, series, value.
     """
@@ -155,8 +159,8 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
             strokeDash=alt.condition(alt.datum.series == "proportional", alt.value([4, 4]), alt.value([1, 0])),
             tooltip=["players:O", "series:N", alt.Tooltip("stack:Q", title="stack"),
                      alt.Tooltip("value:Q", format=".4f")],
-        ).properties(width=300, height=220)
-        .facet(column=alt.Column("players:O", title="players in the state"))
+        ).properties(width=255, height=200)
+        .facet(facet=alt.Facet("players:O", title="players in the state"), columns=FACET_COLUMNS)
     )
 
 
@@ -197,7 +201,8 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
                                                                  range=["#1f77b4", "#ff7f0e"])),
         yOffset="statistic:N",
         tooltip=["series:N", "players:O", "statistic:N", alt.Tooltip("gain:Q", format=".5f")],
-    ).properties(width=220, height=24 * len(order)).facet(column=alt.Column("players:O", title="players in the state"))
+    ).properties(width=240, height=24 * len(order)).facet(
+        facet=alt.Facet("players:O", title="players in the state"), columns=FACET_COLUMNS)
 
 
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:

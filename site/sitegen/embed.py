@@ -31,15 +31,34 @@ if (typeof document$ !== "undefined") { document$.subscribe(renderVegaCharts); }
 else { document.addEventListener("DOMContentLoaded", renderVegaCharts); }
 """
 
+CHARTS_CSS = """\
+/* Charts keep the size their spec gives them: Material shrinks every svg to the text column
+   (max-width: 100%), which scaled the faceted charts' axis labels down to 4-5 px; a chart wider
+   than the column scrolls sideways instead, as wide tables do. */
+.md-typeset .vchart svg { max-width: none; }
+.md-typeset .vchart { overflow-x: auto; max-width: 100%; }
+/* vega-embed's "..." menu is a <details>/<summary>, which Material styles as a collapsible
+   admonition: a blue rule under every chart and a wide title bar past the chart's right edge.
+   Give the menu back vega-embed's own small round button. */
+.md-typeset .vega-embed details { margin: 0; padding: 0; border: 0; box-shadow: none; background: none;
+  font-size: inherit; overflow: visible; }
+.md-typeset .vega-embed summary { margin: 0; padding: 6px; min-height: 0; font-weight: normal;
+  border: 1px solid #aaa; border-radius: 999px; background: white; }
+.md-typeset .vega-embed summary::before, .md-typeset .vega-embed summary::after { content: none; display: none; }
+/* A wider page on wide screens, for the 13x13 grids and the wide tables (Material: 61rem). */
+.md-grid { max-width: 76rem; }
+"""
+
 
 def write_assets(docs_dir: Path) -> None:
-    """Write the vega bundle and the chart renderer into ``docs_dir/assets``."""
+    """Write the vega bundle, the chart renderer and the charts' stylesheet into ``docs_dir/assets``."""
     target = docs_dir / "assets"
     target.mkdir(parents=True, exist_ok=True)
     bundle = target / "vega-bundle.js"
     if not bundle.exists():
         bundle.write_text(vlc.javascript_bundle())
     (target / "charts.js").write_text(CHARTS_JS)
+    (target / "charts.css").write_text(CHARTS_CSS)
 
 
 def chart_html(chart: alt.TopLevelMixin, chart_id: str, caption: str = "") -> str:
