@@ -19,6 +19,14 @@ def test_pages_exist_and_link_assets(tiny_build):
     assert (site / "assets" / "vega-bundle.js").stat().st_size > 500_000
 
 
+def test_home_page_links_every_page(tiny_build):
+    """The home page's list of pages names every page of the build (it once stopped at the solver's)."""
+    html = (tiny_build["site"] / "index.html").read_text()
+    pages = html[html.index('id="pages"'):]
+    for page in PAGES[1:]:
+        assert f'href="{page}"' in pages, page
+
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 

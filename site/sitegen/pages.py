@@ -49,13 +49,22 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                          "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states.\n"
                          "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
                          if solved else "")
+    modelled = solved and con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
+    model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "
+                   "statistics, by stack size, FGS depth.\n"
+                   "- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
+                   "equilibrium's.\n"
+                   "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
+                   "- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
+                   "equilibrium table, and direct matches.\n"
+                   if modelled else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
 players: it builds exact all-in showdown tables for the 169 preflop hand classes, evaluates the
-popular tournament *equity models* (ICM / Malmuth-Harville, Malmuth-Weitzman, Roberts) and, as the
-pipeline grows, solves the whole tournament to a near-exact Nash equilibrium to measure how wrong
-those models are.
+popular tournament *equity models* (ICM / Malmuth-Harville, Malmuth-Weitzman, Roberts, and Future
+Game Simulation), solves the whole tournament to a near-exact Nash equilibrium, and measures against
+it how wrong those models are: in payoffs, in play, and in tournaments played out.
 
 Every number on these pages is a row of a table or view in the DuckDB warehouse; the
 [Warehouse](warehouse.md) page lists them all, and each page ends with the SQL behind it.
@@ -88,7 +97,7 @@ git clone <this repository> && cd <it>
 
 - [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
 - [Equity models](equity-models.md) — the three models on the thesis example and across the game's states.
-{equilibrium_links}- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
+{equilibrium_links}{model_links}- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
 """
 
 

@@ -178,7 +178,7 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
     """Tournament exploitability (nemesis gains) of the equilibrium, or a note that it is not computed."""
     summary = con.execute("""SELECT profile, start_mean_gain, start_max_gain, start_mean_roi_pct, start_max_roi_pct,
                                     all_mean_gain, all_max_gain, pairs
-                             FROM ex_post WHERE game = ? ORDER BY profile""", [game]).df()
+                             FROM ex_post WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
     if summary.empty:
         return "## Ex post check\n\nNot computed yet for this game (asset `ex_post_equilibrium`).\n"
     per_layer = con.execute("""SELECT players, avg(gain) AS mean_gain, max(gain) AS max_gain,
@@ -194,7 +194,8 @@ A single *nemesis* player best-responds over the whole remaining tournament whil
 the equilibrium strategies; his gain over the equilibrium value, in $, is the profile's
 tournament exploitability at that state and position (SPEC §6). ROI = gain / fair share
 ({fair:g} $ = prize pool / players) × 100. The gain stacks up per-hand errors ≤ gamma over the
-hands still to play, so it can exceed gamma.
+hands still to play, so it can exceed gamma. The same check of every model's strategy profile is
+on the [Ex post](ex-post.md) page.
 
 {frame_markdown(summary, decimals=6)}
 
@@ -206,6 +207,6 @@ hands still to play, so it can exceed gamma.
                                             title="nemesis gain ($)", count_title="(state, position) pairs"),
              "ex-post-hist")}
 
-{query_block(f"SELECT * FROM ex_post WHERE game = '{game}'")}
-{query_block(f"SELECT * FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10")}
+{query_block(f"SELECT * FROM ex_post WHERE game = '{game}' AND profile = 'equilibrium'")}
+{query_block(f"SELECT * FROM nemesis_values WHERE game = '{game}' AND profile = 'equilibrium' ORDER BY gain DESC LIMIT 10")}
 """
