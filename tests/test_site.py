@@ -143,6 +143,13 @@ def test_model_pages_show_the_warehouse_numbers(tiny_build):
                           AND averaging = 'plain' AND players IS NULL""").fetchone()[0]
     html = (tiny_build["site"] / "models.html").read_text()
     assert f"{mapd:.4f}" in html
+    # counts print as whole numbers (sums of integer columns once came back as floats: "1919.000000")
+    states, iterations = con.execute("""SELECT sum(states), sum(cfr_iterations) FROM model_sweeps
+                                        WHERE game = 'tiny' AND model = 'FGS-2'""").fetchone()
+    assert f"<td>{states}</td>" in html and f"<td>{iterations}</td>" in html
+    layer_iterations = con.execute("""SELECT sum(cfr_iterations) FROM state_quality
+                                      WHERE game = 'tiny' AND players = 3""").fetchone()[0]
+    assert f"<td>{layer_iterations}</td>" in (tiny_build["site"] / "solve-quality.html").read_text()
     gain = con.execute("SELECT all_max_gain FROM ex_post WHERE game = 'tiny' AND profile = 'FGS-2'").fetchone()[0]
     assert f"{gain:.5f}" in (tiny_build["site"] / "ex-post.html").read_text()
 

@@ -142,7 +142,7 @@ def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         return "# Solve quality\n\nNo layer is solved yet.\n"
     summary = con.execute(
         """SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
-                  avg(exploitability) AS mean_exploitability, sum(cfr_iterations) AS cfr_iterations,
+                  avg(exploitability) AS mean_exploitability, sum(cfr_iterations)::BIGINT AS cfr_iterations,
                   count(*) FILTER (WHERE exploitability > ?) AS states_above_gamma
            FROM state_quality WHERE game = ? GROUP BY players ORDER BY players""", [cfg["gamma"], game]).df()
     log = con.execute("""SELECT players, outer_iteration, target, states_updated, states_skipped, states_screened,

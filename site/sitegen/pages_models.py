@@ -53,7 +53,7 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     absolute = by_stack.rename(columns={"mean_abs_deviation": "value"})[["players", "stack", "series", "value"]]
     depth = plain[plain["model"].str.startswith("FGS") | (plain["model"] == "harville")].copy()
     depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
-    sweeps = con.execute("""SELECT model, sum(states) AS states, sum(cfr_iterations) AS cfr_iterations,
+    sweeps = con.execute("""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
                                    max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
                             FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
