@@ -132,9 +132,12 @@ def range_string(class_ids) -> str:
     """Compact poker range notation for a set of classes, e.g. '22+, A2s+, K9o+, QTs-QJs, 76s'.
 
     Pairs: 'TT+' (TT and better), '55-88' (a run), or single pairs. Non-pairs are grouped by the
-    higher rank and suitedness: 'K9s+' means K9s up to KQs, 'A2o-A5o' a run of kickers.
+    higher rank and suitedness: 'K9s+' means K9s up to KQs, 'A2o-A5o' a run of kickers. All 169
+    classes are 'any two'.
     """
     chosen = {int(c) for c in class_ids}
+    if len(chosen) == N_CLASSES:
+        return "any two"
     parts: list[str] = []
     pairs = [g for g in range(13) if 13 * g + g in chosen]
     parts += _runs([GRID_RANKS[g] * 2 for g in pairs], pairs, top=0)

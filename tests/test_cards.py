@@ -1,0 +1,76 @@
+"""Hand classes and the range notation of the CLI's push/fold ranges (`jamfold state`)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.cards import CLASS_COMBO_COUNT, N_CLASSES, class_label, range_string
+
+RANKS = "AKQJT98765432"  # strongest first
+
+
+def _label(hi: str, lo: str, kind: str) -> str:
+    return hi + lo + kind if hi != lo else hi + lo
+
+
+def expand(text: str) -> set[str]:
+    """Hand labels named by a range string, read with the usual poker conventions (written here
+    independently of the code under test): 'TT+' = TT…AA, 'K9s+' = K9s…KQs, '55-88' and 'A2o-A5o'
+    = the runs between, 'any two' = every hand."""
+    if text == "any two":
+        return {_label(RANKS[min(i, j)], RANKS[max(i, j)], "s" if i < j else "o")
+                for i in range(13) for j in range(13)}
+    hands: set[str] = set()
+    for token in filter(None, text.split(", ")):
+        if token.endswith("+"):
+            base = token[:-1]
+            if base[0] == base[1]:  # pairs from base up to AA
+                hands |= {r + r for r in RANKS[:RANKS.index(base[0]) + 1]}
+            else:  # the kicker up to one below the high card
+                hi, kind = base[0], base[2]
+                hands |= {hi + k + kind for k in RANKS[RANKS.index(hi) + 1:RANKS.index(base[1]) + 1]}
+        elif "-" in token:
+            low, high = token.split("-")
+            if low[0] == low[1]:
+                hands |= {r + r for r in RANKS[RANKS.index(high[0]):RANKS.index(low[0]) + 1]}
+            else:
+                assert low[0] == high[0] and low[2] == high[2], token
+                hands |= {low[0] + k + low[2] for k in RANKS[RANKS.index(high[1]):RANKS.index(low[1]) + 1]}
+        else:
+            hands.add(token)
+    return hands
+
+
+def test_known_ranges():
+    ids = {class_label(c): c for c in range(N_CLASSES)}
+
+    def ranged(*labels: str) -> str:
+        return range_string([ids[label] for label in labels])
+
+    assert ranged("AA", "KK", "QQ") == "QQ+"
+    assert ranged("55", "66", "77", "88") == "55-88"
+    assert ranged("AKs", "AQs", "AJs", "KQs", "AKo") == "AJs+, KQs, AKo"
+    assert ranged("A5o", "A4o", "A3o", "A2o") == "A2o-A5o"
+    assert ranged("72o") == "72o"
+    assert range_string([]) == ""
+    assert range_string(range(N_CLASSES)) == "any two"
+    assert sum(CLASS_COMBO_COUNT) == 1326
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, N_CLASSES - 1)))
+def test_range_string_names_exactly_its_classes(classes):
+    assert expand(range_string(classes)) == {class_label(c) for c in classes}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 12), st.integers(0, 12))
+def test_top_sets_are_written_with_plus(pair_floor, suited_floor, offsuit_floor):
+    """Threshold ranges (every pair from 22 up, Ax suited and offsuit from a kicker up) come out as
+    one '+' token each, the way a player writes them."""
+    ids = {class_label(c): c for c in range(N_CLASSES)}
+    labels = [r + r for r in RANKS[:pair_floor + 1]]
+    labels += ["A" + k + "s" for k in RANKS[1:max(suited_floor, 1) + 1]]
+    labels += ["A" + k + "o" for k in RANKS[1:max(offsuit_floor, 1) + 1]]
+    text = range_string([ids[label] for label in labels])
+    assert len(text.split(", ")) <= 3 and expand(text) == set(labels)
+    assert pair_floor == 0 or text.startswith(RANKS[pair_floor] * 2 + "+")
