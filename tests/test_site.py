@@ -27,6 +27,24 @@ def test_home_page_links_every_page(tiny_build):
         assert f'href="{page}"' in pages, page
 
 
+def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
+    """The equilibrium's pages without the model pages (model_strategies not run yet, e.g. a build
+    stopped after the solve): no page links to a model page, which mkdocs --strict would reject."""
+    import duckdb
+
+    from sitegen.build import build_site
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM model_nodes WHERE game = 'tiny'")
+    site = build_site("tiny", warehouse, tmp_path / "out")
+    assert (site / "solve-quality.html").exists() and not (site / "models.html").exists()
+    for page in site.glob("*.html"):
+        for model_page in ("models", "model-ranges", "ex-post", "simulation"):
+            assert f'href="{model_page}.' not in page.read_text(), (page.name, model_page)  # .html or a dead .md
+
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 

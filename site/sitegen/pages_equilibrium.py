@@ -188,14 +188,16 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
     gains = con.execute("""SELECT players, gain FROM nemesis_values
                            WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
     fair = float(sum(cfg["payouts"])) / cfg["players"]
+    modelled = con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
+    models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
+                   if modelled else "")  # the page exists only once the models are solved
     return f"""## Ex post check (tournament exploitability)
 
 A single *nemesis* player best-responds over the whole remaining tournament while the others keep
 the equilibrium strategies; his gain over the equilibrium value, in $, is the profile's
 tournament exploitability at that state and position (SPEC §6). ROI = gain / fair share
 ({fair:g} $ = prize pool / players) × 100. The gain stacks up per-hand errors ≤ gamma over the
-hands still to play, so it can exceed gamma. The same check of every model's strategy profile is
-on the [Ex post](ex-post.md) page.
+hands still to play, so it can exceed gamma.{models_link}
 
 {frame_markdown(summary, decimals=6)}
 
