@@ -283,7 +283,8 @@ BB = 2), prizes and payoffs in $, probabilities in [0, 1].
     parts.append("## Tables and views\n")
     for name, t in TABLES.items():
         kind = "view" if t.kind == "view" else "table"
-        rows = f"{counts[name]:,} rows" if counts[name] is not None else "not built"
+        n = counts[name]
+        rows = "not built" if n is None else f"{n:,} row" + ("" if n == 1 else "s")
         cols = pd.DataFrame([(c.name, c.type, c.description) for c in t.columns], columns=["column", "type", "meaning"])
         key = f" Rows are replaced per `{', '.join(t.key)}`." if t.key else ""
         parts.append(f"### `{name}` ({kind}, {rows})\n\n{t.description}{key}\n\n{frame_markdown(cols)}\n")
