@@ -36,6 +36,7 @@ from engine.equity_models import MODELS
 from engine.hand_pass import Workspace
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
+from engine.solve_progress import sweep_log_line
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
 from engine.tournament import compile_game, largest_hand
 from warehouse import db
@@ -105,6 +106,9 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     read_back: list[str] = []
 
     def progress(event: dict) -> None:
+        if event["event"] != "sweep_layer":  # states done within a layer, or read back from its parts
+            context.log.info(sweep_log_line(event))
+            return
         layer_wall.setdefault(event["label"], {})[event["players"]] = event["wall_s"]
         if event.get("resumed"):
             read_back.append(f"{event['label']} {event['players']}p")

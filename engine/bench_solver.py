@@ -154,7 +154,8 @@ def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], ga
     layer_wall: dict[tuple[str, int], float] = {}
 
     def progress(event: dict) -> None:
-        layer_wall[event["label"], event["players"]] = event["wall_s"]
+        if event["event"] == "sweep_layer":
+            layer_wall[event["label"], event["players"]] = event["wall_s"]
 
     def report(sweep, start: str) -> None:
         per_layer = ", ".join(f"{n}p {len(layers[n])} states {layer_wall[sweep.label, n]:.1f} s "

@@ -33,10 +33,17 @@ from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import evaluate_layer
-from engine.sweep_checkpoint import drop_solvers, load_sweep_layer, save_sweep_layer
+from engine.sweep_checkpoint import drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer, save_sweep_part
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
 
 Layers = dict[int, list[CompiledHand]]
+
+PART_EVERY_S = 300.0
+"""Seconds between the part checkpoints of a sweep layer being solved (see
+:mod:`engine.sweep_checkpoint`): an interrupt loses at most this much of a layer's work."""
+
+PROGRESS_EVERY_S = 30.0
+"""Seconds between the progress events of a sweep layer being solved (states done, time left)."""
 
 
 @dataclass
@@ -138,7 +145,7 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
             saved = load_sweep_layer(checkpoint, label, n, hands, tensors) if checkpoint is not None else None
             layer = saved or _solve_sweep_layer(hands, n, successor_values, gamma, tensors, pool,
                                                 None if warm is None else warm.get(n), batch, max_iterations,
-                                                keep_solvers, consume_warm)
+                                                keep_solvers, consume_warm, checkpoint, label, progress)
             if saved is None and checkpoint is not None:
                 save_sweep_layer(checkpoint, label, n, layer, keep_solvers)
             out.wall_s += layer["wall_s"]
@@ -159,9 +166,16 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
 
 def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict[int, np.ndarray], gamma: float,
                        tensors: SolverTensors, pool: SolverPool, warm: list[HandSolver] | None, batch: int,
-                       max_iterations: int, keep_solvers: bool = True, consume_warm: bool = False) -> dict:
+                       max_iterations: int, keep_solvers: bool = True, consume_warm: bool = False,
+                       checkpoint: Path | None = None, label: str = "", progress: ProgressFn | None = None) -> dict:
     """One layer of :func:`solve_sweep`, as :func:`engine.sweep_checkpoint.load_sweep_layer` returns one
-    (``solvers`` None unless ``keep_solvers``)."""
+    (``solvers`` None unless ``keep_solvers``).
+
+    With a ``checkpoint`` folder the states finished so far are saved every :data:`PART_EVERY_S`
+    seconds and a layer interrupted before is resumed from them. ``progress`` gets
+    ``sweep_resumed_states`` once (states read back from the parts) and ``sweep_states`` events
+    every :data:`PROGRESS_EVERY_S` seconds: states done, seconds so far and an estimate of the
+    seconds left (from this run's rate)."""
     m = len(hands)
     solvers: list[HandSolver] | None = None
     if warm is not None and consume_warm:
@@ -179,8 +193,17 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
     expl = np.zeros(m)
     spent = np.zeros(m, dtype=np.int64)
 
-    def work(s: int) -> None:
+    layer = {"values": values, "strategies": strategies, "order_probs": order_probs, "exploitability": expl,
+             "iterations": spent}
+    done, wall_before = [], 0.0
+    if checkpoint is not None:
+        done, wall_before = load_sweep_parts(checkpoint, label, n, hands, layer, solvers if keep_solvers else None)
+        if done and progress:
+            progress({"event": "sweep_resumed_states", "label": label, "players": n, "done": len(done), "states": m})
+
+    def work(s: int) -> int:
         ws = pool.workspace()
+        ws.forget()  # a state's results must not depend on which states this thread ran before
         if solvers is not None:
             solver = solvers[s]
         else:  # made for this state and dropped once its results are taken
@@ -195,11 +218,24 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         strategies[s] = solver.strategy()
         order_probs[s] = solver.order_probs.copy()
         expl[s] = e
+        return s
 
-    t0 = time.perf_counter()
-    pool.map(work, heaviest_first(hands))
-    return {"values": values, "strategies": strategies, "order_probs": order_probs, "exploitability": expl,
-            "iterations": spent, "wall_s": time.perf_counter() - t0, "solvers": solvers if keep_solvers else None}
+    t0 = last_part = last_report = time.perf_counter()
+    finished = set(done)
+    todo = [s for s in heaviest_first(hands) if s not in finished]
+    pending: list[int] = []  # finished since the last part was saved
+    for count, s in enumerate(pool.imap(work, todo), start=1):
+        pending.append(s)
+        now = time.perf_counter()
+        if checkpoint is not None and now - last_part >= PART_EVERY_S and count < len(todo):
+            save_sweep_part(checkpoint, label, n, pending, layer, solvers if keep_solvers else None,
+                            wall_before + now - t0)
+            pending, last_part = [], now
+        if progress and now - last_report >= PROGRESS_EVERY_S and count < len(todo):
+            last_report = now
+            progress({"event": "sweep_states", "label": label, "players": n, "done": len(done) + count, "states": m,
+                      "wall_s": wall_before + now - t0, "left_s": (now - t0) / count * (len(todo) - count)})
+    return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": solvers if keep_solvers else None}
 
 
 def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> dict[int, np.ndarray]:

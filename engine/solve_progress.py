@@ -1,7 +1,8 @@
-"""Readable lines for a layer solve's progress events (see :func:`engine.tournament.solve_layer`).
+"""Readable lines for the progress events of a layer solve (see :func:`engine.tournament.solve_layer`)
+and of a model sweep's layer (see :func:`engine.model_strategies.solve_sweep`).
 
-One wording for every place that shows a solve's progress: the solve assets' Dagster log and
-``./lab bench solver --verbose``.
+One wording for every place that shows a solve's progress: the solve and model assets' Dagster
+log and ``./lab bench solver --verbose``.
 """
 
 from __future__ import annotations
@@ -38,3 +39,22 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
                         f"{event['wall_s']:.0f} s")
     return None
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a reader takes them in: '45 s', '12 min', '3.4 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def sweep_log_line(event: dict) -> str:
+    """The log line of a model sweep's progress event within a layer: ``sweep_states`` (states done,
+    time so far, an estimate of the time left) or ``sweep_resumed_states``."""
+    head = f"{event['label']}: {event['players']}-player layer"
+    if event["event"] == "sweep_resumed_states":
+        return f"{head}: {event['done']:,}/{event['states']:,} states read back from the interrupted run's checkpoint"
+    return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "
+            f"about {duration(event['left_s'])} left")

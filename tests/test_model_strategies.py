@@ -124,8 +124,9 @@ def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeyp
     events = []
     resumed, resumed_values = _all_sweeps(game, tmp_path / "resumed", events.append)
 
-    assert [(e["label"], e["players"]) for e in events if e["resumed"]] == saves
-    assert sum(not e["resumed"] for e in events) == 10 - 5
+    layers_done = [e for e in events if e["event"] == "sweep_layer"]
+    assert [(e["label"], e["players"]) for e in layers_done if e["resumed"]] == saves
+    assert sum(not e["resumed"] for e in layers_done) == 10 - 5
     for a, b in zip(straight, resumed):
         assert a.label == b.label
         for n in a.strategies:
@@ -140,6 +141,85 @@ def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeyp
         for n in va:
             np.testing.assert_array_equal(va[n], vb[n])
     assert not list((tmp_path / "resumed").glob("*.solvers.npz"))  # FGS-2 done: no sweep warm-starts any more
+
+
+def test_a_sweep_layer_interrupted_midway_resumes_from_its_parts(game, tmp_path, monkeypatch):
+    """Killed inside a layer (FGS-1's 3-player one: its solvers are kept for FGS-2, so the parts hold
+    them too), a rerun takes the states its part checkpoints hold as done, solves only the others
+    and ends with every table, and FGS-2's warm start, equal to an uninterrupted run's to the bit."""
+    import engine.model_strategies as ms
+    from engine.sweep_checkpoint import part_paths
+
+    straight, straight_values = _all_sweeps(game, tmp_path / "straight", None)
+    monkeypatch.setattr(ms, "PART_EVERY_S", 0.0)  # a part after every state
+    monkeypatch.setattr(ms, "PROGRESS_EVERY_S", 0.0)
+    parts = []
+    original = ms.save_sweep_part
+
+    def killed_after_seven(folder, label, n, states, *args):
+        if (label, n) == ("FGS-1", 3) and len(parts) == 7:
+            raise KeyboardInterrupt
+        path = original(folder, label, n, states, *args)
+        if (label, n) == ("FGS-1", 3):
+            parts.append((path, list(states)))
+        return path
+
+    monkeypatch.setattr(ms, "save_sweep_part", killed_after_seven)
+    folder = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        _all_sweeps(game, folder, None)
+    assert part_paths(folder, "FGS-1", 3) == [p for p, _ in parts]
+    saved_states = [s for _, states in parts for s in states]
+    assert len(saved_states) == 7
+
+    solved = []
+    real_solve = ms.HandSolver.solve
+
+    def counting_solve(self, *args, **kwargs):
+        solved.append(self.hand)
+        return real_solve(self, *args, **kwargs)
+
+    monkeypatch.setattr(ms.HandSolver, "solve", counting_solve)
+    monkeypatch.setattr(ms, "save_sweep_part", original)
+    events = []
+    resumed, resumed_values = _all_sweeps(game, folder, events.append)
+
+    _, _, stacks, layers = game
+    assert [(e["label"], e["players"], e["done"]) for e in events if e["event"] == "sweep_resumed_states"] == \
+        [("FGS-1", 3, 7)]
+    fgs1 = [e for e in events if e["event"] == "sweep_states" and e["label"] == "FGS-1" and e["players"] == 3]
+    assert fgs1 and all(7 < e["done"] < len(stacks[3]) and e["left_s"] >= 0 for e in fgs1)
+    # solved again: FGS-1's 3-player states that no part holds, then FGS-2 (the rest is read back)
+    rest = len(layers[3]) - 7
+    assert len(solved) == rest + len(layers[2]) + len(layers[3])
+    assert sorted(map(id, solved[:rest])) == sorted(id(h) for s, h in enumerate(layers[3]) if s not in saved_states)
+    for a, b in zip(straight, resumed):
+        assert a.label == b.label
+        for n in a.strategies:
+            np.testing.assert_array_equal(a.hand_values[n], b.hand_values[n])
+            np.testing.assert_array_equal(a.iterations[n], b.iterations[n])
+            np.testing.assert_array_equal(a.exploitability[n], b.exploitability[n])
+            for x, y in zip(a.strategies[n], b.strategies[n]):
+                np.testing.assert_array_equal(x, y)
+            for x, y in zip(a.order_probs[n], b.order_probs[n]):
+                np.testing.assert_array_equal(x, y)
+    for va, vb in zip(straight_values, resumed_values):
+        for n in va:
+            np.testing.assert_array_equal(va[n], vb[n])
+    assert not list(folder.glob("*.part*")) and not list(folder.glob("*.tmp"))
+
+
+def test_sweep_progress_lines():
+    """The model assets' log lines for a sweep layer's progress: counts, time so far, time left."""
+    from engine.solve_progress import duration, sweep_log_line
+
+    assert [duration(x) for x in (45, 89.4, 720, 5399, 12_240)] == ["45 s", "89 s", "12 min", "90 min", "3.4 h"]
+    event = {"event": "sweep_states", "label": "FGS-3", "players": 5, "done": 12_345, "states": 135_751,
+             "wall_s": 2_400.0, "left_s": 26_000.0}
+    assert sweep_log_line(event) == "FGS-3: 5-player layer: 12,345/135,751 states done, 40 min, about 7.2 h left"
+    resumed = {"event": "sweep_resumed_states", "label": "harville", "players": 4, "done": 800, "states": 13_244}
+    assert sweep_log_line(resumed) == ("harville: 4-player layer: 800/13,244 states read back from the interrupted "
+                                       "run's checkpoint")
 
 
 def _live_solvers() -> int:
