@@ -23,7 +23,8 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                         f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "
                         f"max exploitability {event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
     if kind == "states":
-        return "info", f"{head}: {event['done']}/{event['states']} states done, {event['wall_s']:.0f} s"
+        left = f", about {duration(event['left_s'])} left in it" if "left_s" in event else ""
+        return "info", f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}{left}"
     if kind == "resumed":
         return "info", head + (" read back solved from its checkpoint" if event["finished"]
                                else f" resumed after outer iteration {event['outer']}")

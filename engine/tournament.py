@@ -147,7 +147,7 @@ class _Ticker:
 
     def __init__(self, progress: ProgressFn | None, n: int, outer: int, m: int, every: float = 15.0, done: int = 0):
         self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, m, every
-        self.count = done
+        self.count = self.start = done
         self.t0 = self.last = time.perf_counter()
         self.lock = threading.Lock()
 
@@ -160,7 +160,8 @@ class _Ticker:
             self.last = now
             count = self.count
         self.progress({"event": "states", "players": self.n, "outer_iteration": self.outer, "done": count,
-                       "states": self.m, "wall_s": now - self.t0})
+                       "states": self.m, "wall_s": now - self.t0,
+                       "left_s": (now - self.t0) / (count - self.start) * (self.m - count)})
 
 
 RESTART_WEIGHT: float | None = 2.0

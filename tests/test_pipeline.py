@@ -384,3 +384,6 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
             assert str(e["stacks"]) in text and f"{e['exploitability']:.2e}" in text
     ticker = {"event": "states", "players": 3, "outer_iteration": 4, "done": 7, "states": 10, "wall_s": 16.0}
     assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 7/10 states done, 16 s")
+    ticker = {**ticker, "done": 12_000, "states": 135_751, "wall_s": 1_500.0, "left_s": 30_000.0}
+    assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 12,000/135,751 states done, 25 min, "
+                                              "about 8.3 h left in it")
