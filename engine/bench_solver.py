@@ -2,7 +2,7 @@
 
     python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
                                   [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
-                                  [--no-kept-sums] [--layer-sweeps]
+                                  [--no-kept-sums] [--layer-sweeps] [--ex-post]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
@@ -21,7 +21,8 @@ solved game as ``model_strategies`` runs them (needs ``--checkpoint``): Harville
 the equilibrium's regrets, Weitzman from Harville's, FGS-1 continuing Harville's solvers; per
 layer, seconds, CFR+ iterations and ms per state. E.g. the 45-unit 4-player game, its layers read
 back from a finished checkpoint: ``--units 45 --iterations 20 --layer-units 45 --layer-players 4
---layer-gamma 1e-4 --sweep-units 0 --checkpoint DIR --layer-sweeps``.
+--layer-gamma 1e-4 --sweep-units 0 --checkpoint DIR --layer-sweeps``. ``--ex-post`` times the
+ex post check of the solved equilibrium (the nemesis' policy iteration), layer by layer.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-kept-sums", action="store_true",
                         help="keep no depth-2 sums between outer iterations (DEPTH2_SUM_BUDGET 0), as the 45-unit "
                              "4- and 5-player layers run, to measure them on a smaller layer")
+    parser.add_argument("--ex-post", action="store_true",
+                        help="after the PI-CFR+ solve, time the ex post check (the nemesis' policy iteration) of its "
+                             "equilibrium, layer by layer")
     parser.add_argument("--layer-sweeps", action="store_true",
                         help="after the PI-CFR+ solve, time the model sweeps over its game (Harville from the "
                              "equilibrium's regrets, Weitzman from Harville's, FGS-1 from Harville's); needs --checkpoint")
@@ -101,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
           f"exploitability {max(float(s.exploitability.max()) for s in sol.values()):.2e} $; seconds per layer "
           f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
+    if args.ex_post:
+        ex_post_figures(sol, tensors)
     if args.layer_sweeps:
         layer_sweep_figures(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma,
                             tensors, args.checkpoint)
@@ -132,6 +138,30 @@ def _print_progress(event: dict) -> None:
     line = layer_log_line(event)
     if line is not None:
         print(f"  {line[1]}" if line[0] == "info" else f"  {line[0].upper()}: {line[1]}", flush=True)
+
+
+def ex_post_figures(sol: dict, tensors: SolverTensors) -> None:
+    """Time the ex post check of a solved game's equilibrium as ``ex_post_equilibrium`` runs it (the
+    asset runs the same check on every model's profile too): per layer, nemesis rounds, seconds,
+    ms per state, and the largest gain ($)."""
+    from engine.best_response import ex_post
+
+    rounds: dict[int, list[dict]] = {}
+
+    def progress(event: dict) -> None:
+        rounds.setdefault(event["players"], []).append(event)
+        print(f"  {event['players']}-player layer, round {event['round']}: residual {event['bellman_residual']:.2e} $, "
+              f"{event['deviating_rows']} replies differ, {event['wall_s']:.1f} s", flush=True)
+
+    t0 = time.perf_counter()
+    layers = {n: (s.hands, s.strategy, s.values) for n, s in sol.items()}
+    result = ex_post(layers, tensors, progress=progress)
+    for n, (W, _) in sorted(result.items()):
+        wall = sum(e["wall_s"] for e in rounds[n])
+        print(f"ex post of the equilibrium, {n}-player layer ({len(sol[n].stacks)} states): {len(rounds[n])} rounds, "
+              f"{wall:.1f} s, {wall / len(sol[n].stacks) * 1e3:.1f} ms per state, largest gain "
+              f"{float((W - sol[n].values).max()):.2e} $", flush=True)
+    print(f"ex post of the equilibrium: {time.perf_counter() - t0:.1f} s in all")
 
 
 def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
