@@ -22,7 +22,8 @@ the equilibrium's regrets, Weitzman from Harville's, FGS-1 continuing Harville's
 layer, seconds, CFR+ iterations and ms per state. E.g. the 45-unit 4-player game, its layers read
 back from a finished checkpoint: ``--units 45 --iterations 20 --layer-units 45 --layer-players 4
 --layer-gamma 1e-4 --sweep-units 0 --checkpoint DIR --layer-sweeps``. ``--ex-post`` times the
-ex post check of the solved equilibrium (the nemesis' policy iteration), layer by layer.
+ex post check of the solved equilibrium (the nemesis' policy iteration), layer by layer, and with
+``--layer-sweeps`` that of each sweep's profile too.
 """
 
 from __future__ import annotations
@@ -106,10 +107,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{ {n: round(sum(e['wall_s'] for e in s.log), 1) for n, s in sol.items()} }")
 
     if args.ex_post:
-        ex_post_figures(sol, tensors)
+        ex_post_figures("the equilibrium", {n: (s.hands, s.strategy, s.values) for n, s in sol.items()}, tensors)
     if args.layer_sweeps:
         layer_sweep_figures(args.layer_units, args.layer_players, payouts[:args.layer_players], args.layer_gamma,
-                            tensors, args.checkpoint)
+                            tensors, args.checkpoint, args.ex_post)
     if args.sweep_units:
         model_sweep_figures(args.sweep_units, payouts, tensors)
 
@@ -140,10 +141,10 @@ def _print_progress(event: dict) -> None:
         print(f"  {line[1]}" if line[0] == "info" else f"  {line[0].upper()}: {line[1]}", flush=True)
 
 
-def ex_post_figures(sol: dict, tensors: SolverTensors) -> None:
-    """Time the ex post check of a solved game's equilibrium as ``ex_post_equilibrium`` runs it (the
-    asset runs the same check on every model's profile too): per layer, nemesis rounds, seconds,
-    ms per state, and the largest gain ($)."""
+def ex_post_figures(label: str, layers: dict, tensors: SolverTensors) -> None:
+    """Time the ex post check of one strategy profile as ``ex_post_equilibrium`` and
+    ``ex_post_models`` run it: ``layers[n] = (hands, strategies, the profile's own values)``.
+    Prints, per layer, nemesis rounds, seconds, ms per state and the largest gain ($)."""
     from engine.best_response import ex_post
 
     rounds: dict[int, list[dict]] = {}
@@ -154,24 +155,24 @@ def ex_post_figures(sol: dict, tensors: SolverTensors) -> None:
               f"{event['deviating_rows']} replies differ, {event['wall_s']:.1f} s", flush=True)
 
     t0 = time.perf_counter()
-    layers = {n: (s.hands, s.strategy, s.values) for n, s in sol.items()}
     result = ex_post(layers, tensors, progress=progress)
     for n, (W, _) in sorted(result.items()):
         wall = sum(e["wall_s"] for e in rounds[n])
-        print(f"ex post of the equilibrium, {n}-player layer ({len(sol[n].stacks)} states): {len(rounds[n])} rounds, "
-              f"{wall:.1f} s, {wall / len(sol[n].stacks) * 1e3:.1f} ms per state, largest gain "
-              f"{float((W - sol[n].values).max()):.2e} $", flush=True)
-    print(f"ex post of the equilibrium: {time.perf_counter() - t0:.1f} s in all")
+        m = len(layers[n][0])
+        print(f"ex post of {label}, {n}-player layer ({m} states): {len(rounds[n])} rounds, {wall:.1f} s, "
+              f"{wall / m * 1e3:.1f} ms per state, largest gain {float((W - layers[n][2]).max()):.2e} $", flush=True)
+    print(f"ex post of {label}: {time.perf_counter() - t0:.1f} s in all", flush=True)
 
 
 def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
-                        checkpoint: Path) -> None:
+                        checkpoint: Path, with_ex_post: bool = False) -> None:
     """Time the model sweeps over every state of the solved game as the ``model_strategies`` asset
     runs them: Harville warm-started from the equilibrium's regrets (read from ``checkpoint``),
     Weitzman from Harville's, then FGS-1 continuing Harville's solvers. Prints each sweep's seconds,
     CFR+ iterations and ms per state for every layer (2 .. ``players``) and its largest
-    exploitability ($, within ``gamma``)."""
-    from engine.model_strategies import equilibrium_solvers, model_values, solve_sweep
+    exploitability ($, within ``gamma``); ``with_ex_post``: then the ex post check of each sweep's
+    profile, as ``ex_post_models`` runs it."""
+    from engine.model_strategies import equilibrium_solvers, model_values, profile_values, solve_sweep
 
     stacks, layers = compile_game(units, players, payouts)
     t0 = time.perf_counter()
@@ -195,6 +196,9 @@ def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], ga
         expl = max(float(e.max()) for e in sweep.exploitability.values())
         print(f"  {sweep.label} from {start}: {sweep.wall_s:.1f} s ({per_layer}); max exploitability {expl:.2e} $",
               flush=True)
+        if with_ex_post:
+            V = profile_values(layers, sweep.order_probs)
+            ex_post_figures(sweep.label, {n: (layers[n], sweep.strategies[n], V[n]) for n in layers}, tensors)
 
     harville = solve_sweep("harville", layers, model_values("harville", stacks, payouts), gamma, tensors, warm=warm,
                            consume_warm=True, progress=progress)
