@@ -62,6 +62,16 @@ def best_reply(sigma: np.ndarray, cf_fold: np.ndarray, cf_jam: np.ndarray, node_
     return out
 
 
+def reply_key(reply: np.ndarray, sigma: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """A compact, exact stand-in for a reply of :func:`best_reply` to σ, to tell replies apart: its
+    player's rows (``rows``) with 2 where it keeps σ, else its pure action (0 or 1). Two replies of
+    one player to one σ are equal exactly when their keys are; a key is 1 byte per (node, class)
+    of that player where the reply is 8 per (node, class) of the hand (the nemesis keeps one per
+    deviating (state, seat): about 16 GB of replies on the 45-unit 5-player layer)."""
+    r = reply[rows]
+    return np.where(r == sigma[rows], 2, r).astype(np.int8)
+
+
 def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], values: np.ndarray,
                   lower_nemesis: dict[int, np.ndarray], tensors: SolverTensors, *, tol: float = 1e-9,
                   max_rounds: int = 50, threads: int | None = None,
@@ -86,8 +96,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     W = values.copy()
     log: list[dict] = []
     base_probs: list[np.ndarray | None] = [None] * m
-    # the last reply of each (state, seat) that differed from σ, and its outcome probabilities:
-    # after the first rounds most replies repeat, and their orders pass is skipped
+    # the last reply of each (state, seat) that differed from σ (as :func:`reply_key`), and its
+    # outcome probabilities: after the first rounds most replies repeat, and their orders pass is skipped
     last_reply: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
     last_probs: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
 
@@ -121,11 +131,13 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 for p, reply in enumerate(replies):
                     if reply is None:
                         per_seat.append(base_probs[s])
-                    elif last_reply[s][p] is not None and np.array_equal(reply, last_reply[s][p]):
+                        continue
+                    key = reply_key(reply, sigma, solver.hand.node_actor == p)
+                    if last_reply[s][p] is not None and np.array_equal(key, last_reply[s][p]):
                         per_seat.append(last_probs[s][p])
                     else:
                         solver.evaluate(reply, U, ws, orders=True)
-                        last_reply[s][p], last_probs[s][p] = reply, solver.order_probs.copy()
+                        last_reply[s][p], last_probs[s][p] = key, solver.order_probs.copy()
                         per_seat.append(last_probs[s][p])
                 return update, per_seat, sum(r is not None for r in replies)
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
-from engine.best_response import best_reply, ex_post
+from engine.best_response import best_reply, ex_post, reply_key
 from engine.game_tree import compile_hand
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors
@@ -104,3 +106,36 @@ def test_best_reply_keeps_sigma_on_ties_and_other_players():
     reply = best_reply(sigma, cf_fold, cf_jam, np.array([0, 1, 0]), player=0)
     assert (reply[0, :10] == 1).all() and (reply[0, 10:20] == 0).all() and (reply[0, 20:] == 0.5).all()
     assert (reply[1] == 0.5).all() and (reply[2] == 0.5).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_reply_keys_tell_replies_apart_exactly(seed):
+    """The nemesis keeps a 1-byte key per (node, class) of a reply instead of the reply: two replies
+    of a player to one σ (pure, mixed or partly tied) must have equal keys exactly when they are equal."""
+    rng = np.random.default_rng(seed)
+    actor = rng.integers(0, 3, size=6)
+    sigma = rng.choice([0.0, 1.0, 0.25, 0.5], size=(6, 169))
+    rows = actor == 1
+
+    def reply():
+        d = rng.choice([-1.0, 0.0, 1.0], size=(6, 169), p=[0.45, 0.1, 0.45]) * (rng.random((6, 169)) < 0.05)
+        return best_reply(sigma, np.zeros((6, 169)), d, actor, player=1)
+
+    a = reply()
+    others = [a.copy(), reply(), reply()]
+    # replies one decision apart from a: a pure action where a keeps σ, or σ kept where a is pure
+    for i, j in ((i, j) for i in np.flatnonzero(rows) for j in range(169)):
+        if len(others) >= 12:
+            break
+        for action in (0.0, 1.0):
+            if a[i, j] == sigma[i, j] != action:
+                b = a.copy()
+                b[i, j] = action
+                others.append(b)
+            elif a[i, j] == action != sigma[i, j]:
+                b = a.copy()
+                b[i, j] = sigma[i, j]
+                others.append(b)
+    for b in others:
+        assert np.array_equal(reply_key(a, sigma, rows), reply_key(b, sigma, rows)) == np.array_equal(a, b)
