@@ -100,6 +100,23 @@ def _all_sweeps(game, folder, progress):
     return [*fgs, *others], values
 
 
+def _assert_same_sweeps(straight, straight_values, resumed, resumed_values) -> None:
+    """Every table of two runs of the sweeps equal to the bit."""
+    for a, b in zip(straight, resumed):
+        assert a.label == b.label
+        for n in a.strategies:
+            np.testing.assert_array_equal(a.hand_values[n], b.hand_values[n])
+            np.testing.assert_array_equal(a.iterations[n], b.iterations[n])
+            np.testing.assert_array_equal(a.exploitability[n], b.exploitability[n])
+            for x, y in zip(a.strategies[n], b.strategies[n]):
+                np.testing.assert_array_equal(x, y)
+            for x, y in zip(a.order_probs[n], b.order_probs[n]):
+                np.testing.assert_array_equal(x, y)
+    for va, vb in zip(straight_values, resumed_values):
+        for n in va:
+            np.testing.assert_array_equal(va[n], vb[n])
+
+
 def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeypatch):
     """Killed while solving its 6th sweep layer (of 10), a rerun reads the 5 saved ones back and
     solves the rest from the same regrets: every table equals an uninterrupted run's to the bit.
@@ -127,19 +144,7 @@ def test_interrupted_sweeps_resume_with_the_same_results(game, tmp_path, monkeyp
     layers_done = [e for e in events if e["event"] == "sweep_layer"]
     assert [(e["label"], e["players"]) for e in layers_done if e["resumed"]] == saves
     assert sum(not e["resumed"] for e in layers_done) == 10 - 5
-    for a, b in zip(straight, resumed):
-        assert a.label == b.label
-        for n in a.strategies:
-            np.testing.assert_array_equal(a.hand_values[n], b.hand_values[n])
-            np.testing.assert_array_equal(a.iterations[n], b.iterations[n])
-            np.testing.assert_array_equal(a.exploitability[n], b.exploitability[n])
-            for x, y in zip(a.strategies[n], b.strategies[n]):
-                np.testing.assert_array_equal(x, y)
-            for x, y in zip(a.order_probs[n], b.order_probs[n]):
-                np.testing.assert_array_equal(x, y)
-    for va, vb in zip(straight_values, resumed_values):
-        for n in va:
-            np.testing.assert_array_equal(va[n], vb[n])
+    _assert_same_sweeps(straight, straight_values, resumed, resumed_values)
     assert not list((tmp_path / "resumed").glob("*.solvers.npz"))  # FGS-2 done: no sweep warm-starts any more
 
 
@@ -193,19 +198,7 @@ def test_a_sweep_layer_interrupted_midway_resumes_from_its_parts(game, tmp_path,
     rest = len(layers[3]) - 7
     assert len(solved) == rest + len(layers[2]) + len(layers[3])
     assert sorted(map(id, solved[:rest])) == sorted(id(h) for s, h in enumerate(layers[3]) if s not in saved_states)
-    for a, b in zip(straight, resumed):
-        assert a.label == b.label
-        for n in a.strategies:
-            np.testing.assert_array_equal(a.hand_values[n], b.hand_values[n])
-            np.testing.assert_array_equal(a.iterations[n], b.iterations[n])
-            np.testing.assert_array_equal(a.exploitability[n], b.exploitability[n])
-            for x, y in zip(a.strategies[n], b.strategies[n]):
-                np.testing.assert_array_equal(x, y)
-            for x, y in zip(a.order_probs[n], b.order_probs[n]):
-                np.testing.assert_array_equal(x, y)
-    for va, vb in zip(straight_values, resumed_values):
-        for n in va:
-            np.testing.assert_array_equal(va[n], vb[n])
+    _assert_same_sweeps(straight, straight_values, resumed, resumed_values)
     assert not list(folder.glob("*.part*")) and not list(folder.glob("*.tmp"))
 
 
