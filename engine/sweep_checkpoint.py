@@ -54,8 +54,7 @@ def save_sweep_part(folder: Path, label: str, n: int, states: list[int], layer: 
     holds the layer's arrays as :func:`load_sweep_layer` returns them, indexed by state, and
     ``solvers`` (when the sweep keeps them for the next one) the states' solvers. ``wall_s``: the
     layer's seconds so far, interrupted runs included."""
-    done = part_paths(folder, label, n)
-    number = int(re.search(r"part(\d+)\.npz$", done[-1].name)[1]) + 1 if done else 0
+    number = len(part_paths(folder, label, n))  # parts go only all together, with the layer's save
     idx = np.array(states, np.int64)
     small: dict[str, np.ndarray] = {}
     streams: dict = {}
