@@ -16,6 +16,7 @@ from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
+from engine.solve_progress import nemesis_log_line
 from engine.states import n_states
 from engine.tournament import compile_layer
 from warehouse import db
@@ -87,12 +88,7 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
                 values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
                 layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)), values)
 
-        def progress(event: dict) -> None:
-            context.log.info(f"{event['players']}-player layer, nemesis round {event['round']}: Bellman residual "
-                             f"{event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) replies "
-                             f"differ from the profile, {event['wall_s']:.1f} s")
-
-        result = ex_post(layers, tensors, progress=progress)
+        result = ex_post(layers, tensors, progress=lambda event: context.log.info(nemesis_log_line(event)))
         frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
         record = {"min_gain": float(frame["gain"].min()), "max_gain": float(frame["gain"].max()),
                   "mean_gain": float(frame["gain"].mean()),

@@ -36,7 +36,7 @@ from engine.equity_models import MODELS
 from engine.hand_pass import Workspace
 from engine.model_strategies import (Sweep, equilibrium_solvers, fgs_sweeps, model_values, profile_values,
                                      solve_sweep)
-from engine.solve_progress import sweep_log_line
+from engine.solve_progress import nemesis_log_line, sweep_log_line
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
 from engine.tournament import compile_game, largest_hand
 from warehouse import db
@@ -234,7 +234,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
         probs = outcome_probabilities(layers, strategies, tensors)
         V = profile_values(layers, probs)
-        result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors)
+        result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors,
+                         progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)))
         frame = nemesis_frame(result, V)
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:

@@ -39,7 +39,7 @@ from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
-from engine.solve_progress import layer_log_line
+from engine.solve_progress import layer_log_line, nemesis_log_line
 from engine.states import enumerate_states, state_index
 from engine.tournament import compile_game, icm_values, solve_tournament
 
@@ -150,9 +150,9 @@ def ex_post_figures(label: str, layers: dict, tensors: SolverTensors) -> None:
     rounds: dict[int, list[dict]] = {}
 
     def progress(event: dict) -> None:
-        rounds.setdefault(event["players"], []).append(event)
-        print(f"  {event['players']}-player layer, round {event['round']}: residual {event['bellman_residual']:.2e} $, "
-              f"{event['deviating_rows']} replies differ, {event['wall_s']:.1f} s", flush=True)
+        if event["event"] == "nemesis_round":
+            rounds.setdefault(event["players"], []).append(event)
+        print(f"  {nemesis_log_line(event)}", flush=True)
 
     t0 = time.perf_counter()
     result = ex_post(layers, tensors, progress=progress)

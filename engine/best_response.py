@@ -51,6 +51,10 @@ from engine.tournament import heaviest_first
 
 ProgressFn = Callable[[dict], None]
 
+PROGRESS_EVERY_S = 30.0
+"""Seconds between the progress events within a nemesis round (a round of the 45-unit 5-player
+layer takes about an hour on 2 cores)."""
+
 
 def best_reply(sigma: np.ndarray, cf_fold: np.ndarray, cf_jam: np.ndarray, node_actor: np.ndarray,
                player: int, tie: float = 1e-13) -> np.ndarray:
@@ -145,8 +149,14 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 return update, per_seat, sum(r is not None for r in replies)
 
             results = [None] * m
-            for s_, r in zip(order, pool.map(improve, order)):
+            last_report = t0
+            for count, (s_, r) in enumerate(zip(order, pool.map(improve, order)), start=1):
                 results[s_] = r
+                now = time.perf_counter()
+                if progress and now - last_report >= PROGRESS_EVERY_S and count < m:
+                    last_report = now
+                    progress({"event": "nemesis_states", "players": n, "round": rnd, "done": count, "states": m,
+                              "wall_s": now - t0, "left_s": (now - t0) / count * (m - count)})
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))

@@ -59,3 +59,14 @@ def sweep_log_line(event: dict) -> str:
         return f"{head}: {event['done']:,}/{event['states']:,} states read back from the interrupted run's checkpoint"
     return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "
             f"about {duration(event['left_s'])} left")
+
+
+def nemesis_log_line(event: dict, profile: str = "") -> str:
+    """The log line of an ex post check's progress event (see :func:`engine.best_response.ex_post`):
+    a finished round (``nemesis_round``) or states done within one (``nemesis_states``)."""
+    head = f"{profile + ': ' if profile else ''}{event['players']}-player layer, nemesis round {event['round']}"
+    if event["event"] == "nemesis_states":
+        return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "
+                f"about {duration(event['left_s'])} left in it")
+    return (f"{head}: Bellman residual {event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) "
+            f"replies differ from the profile, {event['wall_s']:.1f} s")

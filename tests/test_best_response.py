@@ -139,3 +139,29 @@ def test_reply_keys_tell_replies_apart_exactly(seed):
                 others.append(b)
     for b in others:
         assert np.array_equal(reply_key(a, sigma, rows), reply_key(b, sigma, rows)) == np.array_equal(a, b)
+
+
+def test_ex_post_reports_states_done_within_a_round(game, reference, monkeypatch):
+    """Within a nemesis round (about an hour on the 45-unit 5-player layer) the check reports states
+    done and the time left; the log lines name the profile, the layer and the round."""
+    import engine.best_response as br
+    from engine.solve_progress import nemesis_log_line
+
+    tensors, _, layers = game
+    values, _ = reference
+    monkeypatch.setattr(br, "PROGRESS_EVERY_S", 0.0)
+    events = []
+    ex_post({n: (hands, sigmas, values[n]) for n, (_, hands, sigmas) in layers.items()}, tensors, threads=2,
+            progress=events.append)
+    ticks = [e for e in events if e["event"] == "nemesis_states"]
+    rounds = [e for e in events if e["event"] == "nemesis_round"]
+    assert rounds and ticks
+    for n, (_, hands, _) in layers.items():
+        mine = [e for e in ticks if e["players"] == n and e["round"] == 1]
+        assert [e["done"] for e in mine] == list(range(1, len(hands)))  # every state but the last
+        assert all(e["states"] == len(hands) and e["left_s"] >= 0 for e in mine)
+    line = nemesis_log_line({"event": "nemesis_states", "players": 5, "round": 2, "done": 1_000, "states": 135_751,
+                             "wall_s": 600.0, "left_s": 7_000.0}, "FGS-4")
+    assert line == "FGS-4: 5-player layer, nemesis round 2: 1,000/135,751 states done, 10 min, about 1.9 h left in it"
+    assert nemesis_log_line(rounds[0]).startswith(f"{rounds[0]['players']}-player layer, nemesis round 1: Bellman "
+                                                  "residual ")
