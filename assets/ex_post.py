@@ -88,7 +88,8 @@ def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
                 values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
                 layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)), values)
 
-        result = ex_post(layers, tensors, progress=lambda event: context.log.info(nemesis_log_line(event)))
+        result = ex_post(layers, tensors, progress=lambda event: context.log.info(nemesis_log_line(event)),
+                         checkpoint=done.work_dir(PROFILE))
         frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
         record = {"min_gain": float(frame["gain"].min()), "max_gain": float(frame["gain"].max()),
                   "mean_gain": float(frame["gain"].mean()),

@@ -235,7 +235,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         probs = outcome_probabilities(layers, strategies, tensors)
         V = profile_values(layers, probs)
         result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors,
-                         progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)))
+                         progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)),
+                         checkpoint=done.work_dir(model))
         frame = nemesis_frame(result, V)
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:

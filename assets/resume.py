@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ class UnitCheckpoint:
         return saved["record"] if saved.get("stamp") == self.stamp else None
 
     def save(self, unit: str, record: dict) -> None:
-        """Keep ``record`` for ``unit`` (written to a temporary name and renamed: complete or absent)."""
+        """Keep ``record`` for ``unit`` (written to a temporary name and renamed: complete or absent),
+        and drop the unit's work folder (:meth:`work_dir`)."""
         if not self.usable:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -59,6 +61,22 @@ class UnitCheckpoint:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         os.replace(tmp, path)
+        for stale in self.folder.glob(f"{unit}.work-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+    def work_dir(self, unit: str) -> Path | None:
+        """A folder for the checkpoints of ``unit`` while it is being worked on (e.g. the nemesis
+        rounds of one profile), named by the stamp so that work against other upstream results is
+        never resumed (such folders are deleted here); None when nothing can be kept."""
+        if not self.usable:
+            return None
+        digest = hashlib.sha1(json.dumps(self.stamp, sort_keys=True).encode()).hexdigest()[:12]
+        current = self.folder / f"{unit}.work-{digest}"
+        for stale in self.folder.glob(f"{unit}.work-*"):
+            if stale != current:
+                shutil.rmtree(stale, ignore_errors=True)
+        current.mkdir(parents=True, exist_ok=True)
+        return current
 
 
 def _plain(value: Any) -> Any:

@@ -39,11 +39,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 import threading
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
+from engine.checkpoint import write_npz
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -81,7 +83,7 @@ def reply_key(reply: np.ndarray, sigma: np.ndarray, rows: np.ndarray) -> np.ndar
 def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], values: np.ndarray,
                   lower_nemesis: dict[int, np.ndarray], tensors: SolverTensors, *, tol: float = 1e-9,
                   max_rounds: int = 50, threads: int | None = None,
-                  progress: ProgressFn | None = None) -> tuple[np.ndarray, list[dict]]:
+                  progress: ProgressFn | None = None, checkpoint: Path | None = None) -> tuple[np.ndarray, list[dict]]:
     """Nemesis values W (m × n, $) of one layer under the profile ``strategies``.
 
     Args:
@@ -91,6 +93,10 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         lower_nemesis: nemesis values of every smaller layer an outcome can reach.
         tensors: showdown tensors (the same as the solve's).
         tol: stop when the Bellman residual is at most this ($).
+        checkpoint: a folder where W and the log are saved after every round
+            (``nemesis{n}.npz``); a check interrupted before resumes from its last round and ends
+            with the values of one never interrupted (what a round keeps besides W only saves work),
+            and a finished layer is read back.
 
     Returns:
         ``(W, log)``; log has one entry per round (residual $, rows whose reply differs from σ,
@@ -113,9 +119,18 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             ws = local.ws = Workspace.for_hand(_largest(hands))
         return ws
 
+    first = 1
+    if checkpoint is not None and _round_path(checkpoint, n).exists():
+        W, log, finished = _load_rounds(checkpoint, n)
+        if progress:
+            progress({"event": "nemesis_resumed", "players": n, "rounds": len(log), "finished": finished})
+        if finished:
+            return W, log
+        first = len(log) + 1
+
     order = heaviest_first(hands)
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        for rnd in range(1, max_rounds + 1):
+        for rnd in range(first, max_rounds + 1):
             t0 = time.perf_counter()
             table = {**lower_nemesis, n: W}
 
@@ -161,18 +176,33 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))
             entry = {"players": n, "round": rnd, "bellman_residual": residual, "deviating_rows": deviating}
-            if residual <= tol:
-                entry["wall_s"] = time.perf_counter() - t0
-                log.append(entry)
-                if progress:
-                    progress({"event": "nemesis_round", **entry})
-                break
-            W = _evaluate_nemesis(hands, [r[1] for r in results], n, lower_nemesis, W)
+            if residual > tol:
+                W = _evaluate_nemesis(hands, [r[1] for r in results], n, lower_nemesis, W)
             entry["wall_s"] = time.perf_counter() - t0
             log.append(entry)
+            if checkpoint is not None:
+                _save_rounds(checkpoint, n, W, log, finished=residual <= tol)
             if progress:
                 progress({"event": "nemesis_round", **entry})
+            if residual <= tol:
+                break
     return W, log
+
+
+def _round_path(folder: Path, n: int) -> Path:
+    return folder / f"nemesis{n}.npz"
+
+
+def _save_rounds(folder: Path, n: int, W: np.ndarray, log: list[dict], finished: bool) -> None:
+    rows = np.array([[e["round"], e["bellman_residual"], e["deviating_rows"], e["wall_s"]] for e in log], np.float64)
+    write_npz(_round_path(folder, n), {"W": W, "log": rows, "finished": np.array(finished)}, {})
+
+
+def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
+    data = np.load(_round_path(folder, n))
+    log = [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
+            "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
+    return data["W"], log, bool(data["finished"])
 
 
 def _largest(hands: list[CompiledHand]) -> CompiledHand:
@@ -201,16 +231,18 @@ def _evaluate_nemesis(hands: list[CompiledHand], per_seat_probs: list[list[np.nd
 
 
 def ex_post(layers: dict[int, tuple[list[CompiledHand], list[np.ndarray], np.ndarray]], tensors: SolverTensors,
-            *, tol: float = 1e-9, threads: int | None = None,
-            progress: ProgressFn | None = None) -> dict[int, tuple[np.ndarray, list[dict]]]:
+            *, tol: float = 1e-9, threads: int | None = None, progress: ProgressFn | None = None,
+            checkpoint: Path | None = None) -> dict[int, tuple[np.ndarray, list[dict]]]:
     """Nemesis values of every layer, 2 players up.
 
     ``layers[n] = (hands, strategies, values)`` for n = 2 … players; returns ``{n: (W, log)}``.
     The gain ε = W − values is the profile's tournament exploitability per (state, position).
+    ``checkpoint``: a folder for this profile's rounds (see :func:`nemesis_layer`).
     """
     out: dict[int, tuple[np.ndarray, list[dict]]] = {}
     for n in sorted(layers):
         hands, strategies, values = layers[n]
         lower = {k: w for k, (w, _) in out.items()}
-        out[n] = nemesis_layer(hands, strategies, values, lower, tensors, tol=tol, threads=threads, progress=progress)
+        out[n] = nemesis_layer(hands, strategies, values, lower, tensors, tol=tol, threads=threads, progress=progress,
+                               checkpoint=checkpoint)
     return out

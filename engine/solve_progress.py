@@ -63,7 +63,12 @@ def sweep_log_line(event: dict) -> str:
 
 def nemesis_log_line(event: dict, profile: str = "") -> str:
     """The log line of an ex post check's progress event (see :func:`engine.best_response.ex_post`):
-    a finished round (``nemesis_round``) or states done within one (``nemesis_states``)."""
+    a finished round (``nemesis_round``), states done within one (``nemesis_states``), or rounds
+    read back from an interrupted run (``nemesis_resumed``)."""
+    if event["event"] == "nemesis_resumed":
+        done = "the layer's check read back" if event["finished"] else "resumed"
+        return (f"{profile + ': ' if profile else ''}{event['players']}-player layer: {done} after "
+                f"{event['rounds']} nemesis rounds of an earlier run")
     head = f"{profile + ': ' if profile else ''}{event['players']}-player layer, nemesis round {event['round']}"
     if event["event"] == "nemesis_states":
         return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "

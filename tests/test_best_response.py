@@ -165,3 +165,43 @@ def test_ex_post_reports_states_done_within_a_round(game, reference, monkeypatch
     assert line == "FGS-4: 5-player layer, nemesis round 2: 1,000/135,751 states done, 10 min, about 1.9 h left in it"
     assert nemesis_log_line(rounds[0]).startswith(f"{rounds[0]['players']}-player layer, nemesis round 1: Bellman "
                                                   "residual ")
+
+
+def test_an_interrupted_ex_post_resumes_from_its_last_round(game, reference, tmp_path):
+    """Killed in the 3-player layer's second round, the check resumes from the round it saved, reads
+    the finished 2-player layer back, and ends with the nemesis values of an uninterrupted run to the bit."""
+    from engine.solve_progress import nemesis_log_line
+
+    tensors, _, layers = game
+    values, _ = reference
+    profile = {n: (hands, sigmas, values[n]) for n, (_, hands, sigmas) in layers.items()}
+    straight = ex_post(profile, tensors, threads=2)
+    assert len(straight[3][1]) >= 2
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(event):
+        if event["event"] == "nemesis_states" and event["players"] == 3 and event["round"] == 2:
+            raise Interrupt
+
+    import engine.best_response as br
+    br_every = br.PROGRESS_EVERY_S
+    br.PROGRESS_EVERY_S = 0.0
+    try:
+        with pytest.raises(Interrupt):
+            ex_post(profile, tensors, threads=2, progress=stop, checkpoint=tmp_path)
+    finally:
+        br.PROGRESS_EVERY_S = br_every
+    events = []
+    resumed = ex_post(profile, tensors, threads=2, progress=events.append, checkpoint=tmp_path)
+    back = [(e["players"], e["rounds"], e["finished"]) for e in events if e["event"] == "nemesis_resumed"]
+    assert back == [(2, len(straight[2][1]), True), (3, 1, False)]
+    assert [e["round"] for e in events if e["event"] == "nemesis_round"] == list(range(2, len(straight[3][1]) + 1))
+    for n in straight:
+        np.testing.assert_array_equal(straight[n][0], resumed[n][0])
+        assert [e["round"] for e in resumed[n][1]] == [e["round"] for e in straight[n][1]]
+    assert "read back" in nemesis_log_line([e for e in events if e["event"] == "nemesis_resumed"][0], "harville")
+    again = []
+    ex_post(profile, tensors, threads=2, progress=again.append, checkpoint=tmp_path)
+    assert [e["event"] for e in again] == ["nemesis_resumed", "nemesis_resumed"]  # no work when finished

@@ -273,6 +273,15 @@ def _interrupted_after_two(tiny_build, tmp_path, monkeypatch, module, name: str,
     return warehouse, resources, instance, killed
 
 
+def test_finished_ex_post_checks_leave_no_rounds_behind(tiny_build):
+    """Each profile's nemesis rounds are checkpointed while it is checked and dropped once its record
+    is kept: after a build only the records are left."""
+    cache = tiny_build["root"] / "cache" / "ex_post"
+    records = {p.stem for p in cache.rglob("*.json")}
+    assert {"equilibrium", "harville", "weitzman", "roberts", "FGS-1", "FGS-2"} <= records
+    assert not list(cache.rglob("*.work-*"))
+
+
 def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tmp_path, monkeypatch):
     """ex_post_models killed after two models: a rerun, model sweeps included (read back, or solved
     again), checks only the others (the first two are kept: the sweeps came out the same) and the
