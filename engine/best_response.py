@@ -122,6 +122,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     first = 1
     if checkpoint is not None and _round_path(checkpoint, n).exists():
         W, log, finished = _load_rounds(checkpoint, n)
+        if W.shape != values.shape:
+            raise ValueError(f"checkpoint {_round_path(checkpoint, n)} does not match this layer (delete it to start over)")
         if progress:
             progress({"event": "nemesis_resumed", "players": n, "rounds": len(log), "finished": finished})
         if finished:
