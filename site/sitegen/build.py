@@ -41,12 +41,11 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
     write_assets(docs_dir)
     written = []
     with db.session(warehouse, read_only=True) as con:
-        solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
-        modelled = con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
+        solved, modelled = pages.is_solved(con, game), pages.is_modelled(con, game)
         for stale in EQUILIBRIUM_PAGES | MODEL_PAGES:
             (docs_dir / stale).unlink(missing_ok=True)
         for name, render in PAGES.items():
-            if (name in EQUILIBRIUM_PAGES and not solved) or (name in MODEL_PAGES and not (solved and modelled)):
+            if (name in EQUILIBRIUM_PAGES and not solved) or (name in MODEL_PAGES and not modelled):
                 continue  # no page until the game has the data behind it
             path = docs_dir / name
             tmp = path.with_suffix(".md.tmp")

@@ -33,6 +33,19 @@ def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
     return {**json.loads(row[0]), "pairs_id": row[1], "triples_id": row[2]}
 
 
+def is_solved(con: duckdb.DuckDBPyConnection, game: str) -> bool:
+    """The game's equilibrium is in the warehouse: its pages (Equilibrium, Push/fold charts, Solve
+    quality) are built."""
+    return con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
+
+
+def is_modelled(con: duckdb.DuckDBPyConnection, game: str) -> bool:
+    """The game's equilibrium and model strategies are in the warehouse: the model pages (Models vs
+    equilibrium, Model ranges, Ex post, Simulation) are built."""
+    return is_solved(con, game) and con.execute("SELECT count(*) FROM model_nodes WHERE game = ?",
+                                                [game]).fetchone()[0] > 0
+
+
 def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     builds = con.execute("""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s, built_at
@@ -44,12 +57,11 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
         ("pair table", cfg["pairs_id"]), ("triple table", cfg["triples_id"])],
         columns=["parameter", "value"])
-    solved = con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
+    solved = is_solved(con, game)
     equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
                          "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states.\n"
                          "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
                          if solved else "")
-    modelled = solved and con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
     model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "
                    "statistics, by stack size, FGS depth.\n"
                    "- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
@@ -57,7 +69,7 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                    "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
                    "- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
                    "equilibrium table, and direct matches.\n"
-                   if modelled else "")
+                   if is_modelled(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5

@@ -7,7 +7,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, query_block
+from sitegen.pages import game_info, is_modelled, query_block
 from warehouse.db import frame_markdown
 
 
@@ -188,9 +188,8 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
     gains = con.execute("""SELECT players, gain FROM nemesis_values
                            WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
     fair = float(sum(cfg["payouts"])) / cfg["players"]
-    modelled = con.execute("SELECT count(*) FROM model_nodes WHERE game = ?", [game]).fetchone()[0] > 0
     models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
-                   if modelled else "")  # the page exists only once the models are solved
+                   if is_modelled(con, game) else "")  # the page exists only once the models are solved
     return f"""## Ex post check (tournament exploitability)
 
 A single *nemesis* player best-responds over the whole remaining tournament while the others keep
