@@ -61,8 +61,7 @@ class UnitCheckpoint:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         os.replace(tmp, path)
-        for stale in self.folder.glob(f"{unit}.work-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        self._drop_work(unit)
 
     def work_dir(self, unit: str) -> Path | None:
         """A folder for the checkpoints of ``unit`` while it is being worked on (e.g. the nemesis
@@ -72,11 +71,14 @@ class UnitCheckpoint:
             return None
         digest = hashlib.sha1(json.dumps(self.stamp, sort_keys=True).encode()).hexdigest()[:12]
         current = self.folder / f"{unit}.work-{digest}"
-        for stale in self.folder.glob(f"{unit}.work-*"):
-            if stale != current:
-                shutil.rmtree(stale, ignore_errors=True)
+        self._drop_work(unit, keep=current)
         current.mkdir(parents=True, exist_ok=True)
         return current
+
+    def _drop_work(self, unit: str, keep: Path | None = None) -> None:
+        for folder in self.folder.glob(f"{unit}.work-*"):
+            if folder != keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _plain(value: Any) -> Any:

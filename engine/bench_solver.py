@@ -147,19 +147,12 @@ def ex_post_figures(label: str, layers: dict, tensors: SolverTensors) -> None:
     Prints, per layer, nemesis rounds, seconds, ms per state and the largest gain ($)."""
     from engine.best_response import ex_post
 
-    rounds: dict[int, list[dict]] = {}
-
-    def progress(event: dict) -> None:
-        if event["event"] == "nemesis_round":
-            rounds.setdefault(event["players"], []).append(event)
-        print(f"  {nemesis_log_line(event)}", flush=True)
-
     t0 = time.perf_counter()
-    result = ex_post(layers, tensors, progress=progress)
-    for n, (W, _) in sorted(result.items()):
-        wall = sum(e["wall_s"] for e in rounds[n])
+    result = ex_post(layers, tensors, progress=lambda event: print(f"  {nemesis_log_line(event)}", flush=True))
+    for n, (W, rounds) in sorted(result.items()):
+        wall = sum(e["wall_s"] for e in rounds)
         m = len(layers[n][0])
-        print(f"ex post of {label}, {n}-player layer ({m} states): {len(rounds[n])} rounds, {wall:.1f} s, "
+        print(f"ex post of {label}, {n}-player layer ({m} states): {len(rounds)} rounds, {wall:.1f} s, "
               f"{wall / m * 1e3:.1f} ms per state, largest gain {float((W - layers[n][2]).max()):.2e} $", flush=True)
     print(f"ex post of {label}: {time.perf_counter() - t0:.1f} s in all", flush=True)
 

@@ -33,7 +33,8 @@ from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import evaluate_layer
-from engine.sweep_checkpoint import drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer, save_sweep_part
+from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
+                                     save_sweep_part)
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
 
 Layers = dict[int, list[CompiledHand]]
@@ -195,9 +196,10 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
 
     layer = {"values": values, "strategies": strategies, "order_probs": order_probs, "exploitability": expl,
              "iterations": spent}
+    kept = solvers if keep_solvers else None  # the solvers the layer hands on (and its parts save)
     done, wall_before = [], 0.0
     if checkpoint is not None:
-        done, wall_before = load_sweep_parts(checkpoint, label, n, hands, layer, solvers if keep_solvers else None)
+        done, wall_before = load_sweep_parts(checkpoint, label, n, hands, layer, kept)
         if done and progress:
             progress({"event": "sweep_resumed_states", "label": label, "players": n, "done": len(done), "states": m})
 
@@ -228,14 +230,13 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         pending.append(s)
         now = time.perf_counter()
         if checkpoint is not None and now - last_part >= PART_EVERY_S and count < len(todo):
-            save_sweep_part(checkpoint, label, n, pending, layer, solvers if keep_solvers else None,
-                            wall_before + now - t0)
+            save_sweep_part(checkpoint, label, n, pending, layer, kept, wall_before + now - t0)
             pending, last_part = [], now
         if progress and now - last_report >= PROGRESS_EVERY_S and count < len(todo):
             last_report = now
             progress({"event": "sweep_states", "label": label, "players": n, "done": len(done) + count, "states": m,
                       "wall_s": wall_before + now - t0, "left_s": (now - t0) / count * (len(todo) - count)})
-    return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": solvers if keep_solvers else None}
+    return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": kept}
 
 
 def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> dict[int, np.ndarray]:

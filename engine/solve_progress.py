@@ -23,8 +23,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                         f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "
                         f"max exploitability {event['max_exploitability']:.2e} $, {event['wall_s']:.1f} s")
     if kind == "states":
-        left = f", about {duration(event['left_s'])} left in it" if "left_s" in event else ""
-        return "info", f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}{left}"
+        return "info", f"{head}: {_states_done(event, ' in it')}"
     if kind == "resumed":
         return "info", head + (" read back solved from its checkpoint" if event["finished"]
                                else f" resumed after outer iteration {event['outer']}")
@@ -51,14 +50,19 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _states_done(event: dict, where: str = "") -> str:
+    """'12,000/135,751 states done, 25 min, about 8.3 h left' (the estimate only when the event has one)."""
+    text = f"{event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}"
+    return text + (f", about {duration(event['left_s'])} left{where}" if "left_s" in event else "")
+
+
 def sweep_log_line(event: dict) -> str:
     """The log line of a model sweep's progress event within a layer: ``sweep_states`` (states done,
     time so far, an estimate of the time left) or ``sweep_resumed_states``."""
     head = f"{event['label']}: {event['players']}-player layer"
     if event["event"] == "sweep_resumed_states":
         return f"{head}: {event['done']:,}/{event['states']:,} states read back from the interrupted run's checkpoint"
-    return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "
-            f"about {duration(event['left_s'])} left")
+    return f"{head}: {_states_done(event)}"
 
 
 def nemesis_log_line(event: dict, profile: str = "") -> str:
@@ -71,7 +75,6 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
                 f"{event['rounds']} nemesis rounds of an earlier run")
     head = f"{profile + ': ' if profile else ''}{event['players']}-player layer, nemesis round {event['round']}"
     if event["event"] == "nemesis_states":
-        return (f"{head}: {event['done']:,}/{event['states']:,} states done, {duration(event['wall_s'])}, "
-                f"about {duration(event['left_s'])} left in it")
+        return f"{head}: {_states_done(event, ' in it')}"
     return (f"{head}: Bellman residual {event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) "
             f"replies differ from the profile, {event['wall_s']:.1f} s")

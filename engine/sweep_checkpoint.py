@@ -40,6 +40,23 @@ def _paths(folder: Path, label: str, n: int) -> tuple[Path, Path]:
     return folder / f"{label}.layer{n}.npz", folder / f"{label}.layer{n}.solvers.npz"
 
 
+def _result_arrays(strategies: list[np.ndarray], order_probs: list[np.ndarray]) -> tuple[dict, dict]:
+    """The per-state row counts (``sizes``: nodes, ``terminals``) and the streams of a sweep's
+    strategies (nodes × 169) and outcome probabilities (terminals × 6), for :func:`write_npz`."""
+    small = {"sizes": np.array([len(x) for x in strategies], np.int64),
+             "terminals": np.array([len(p) for p in order_probs], np.int64)}
+    return small, {"strategies": (np.float64, 169, strategies), "order_probs": (np.float64, 6, order_probs)}
+
+
+def _split_results(data) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each state's strategy and outcome probabilities from a file written with :func:`_result_arrays`."""
+    offsets = np.concatenate([[0], np.cumsum(data["sizes"])])
+    t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
+    strategies, probs = data["strategies"], data["order_probs"]
+    return ([strategies[offsets[i]:offsets[i + 1]].copy() for i in range(len(offsets) - 1)],
+            [probs[t_off[i]:t_off[i + 1]].copy() for i in range(len(t_off) - 1)])
+
+
 def part_paths(folder: Path, label: str, n: int) -> list[Path]:
     """The part files of sweep ``label``'s layer ``n``, in the order they were written."""
     prefix = f"{label}.layer{n}.part"
@@ -60,13 +77,11 @@ def save_sweep_part(folder: Path, label: str, n: int, states: list[int], layer: 
     streams: dict = {}
     if solvers is not None:
         small, streams = solver_records(idx, solvers, None)
-    strategies = [layer["strategies"][s] for s in states]
-    order_probs = [layer["order_probs"][s] for s in states]
-    small.update(states=idx, values=layer["values"][idx], exploitability=layer["exploitability"][idx],
-                 spent=layer["iterations"][idx].astype(np.int64), wall_s=np.array(wall_s),
-                 strategy_sizes=np.array([len(x) for x in strategies], np.int64),
-                 terminals=np.array([len(p) for p in order_probs], np.int64))
-    streams.update(strategies=(np.float64, 169, strategies), order_probs=(np.float64, 6, order_probs))
+    counts, results = _result_arrays([layer["strategies"][s] for s in states],
+                                     [layer["order_probs"][s] for s in states])
+    small.update(counts, states=idx, values=layer["values"][idx], exploitability=layer["exploitability"][idx],
+                 spent=layer["iterations"][idx].astype(np.int64), wall_s=np.array(wall_s))
+    streams.update(results)
     path = folder / f"{label}.layer{n}.part{number:05d}.npz"
     write_npz(path, small, streams)
     return path
@@ -82,20 +97,15 @@ def load_sweep_parts(folder: Path, label: str, n: int, hands: list[CompiledHand]
     for path in part_paths(folder, label, n):
         data = np.load(path)
         states = data["states"]
-        sizes = np.array([len(hands[s].node_actor) for s in states])
-        if not np.array_equal(sizes, data["strategy_sizes"]):
+        if not np.array_equal([len(hands[s].node_actor) for s in states], data["sizes"]):
             raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
         if solvers is not None and "regret_jam" in data:
             restore_records(data, solvers, None)
         layer["values"][states] = data["values"]
         layer["exploitability"][states] = data["exploitability"]
         layer["iterations"][states] = data["spent"]
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
-        strategies, probs = data["strategies"], data["order_probs"]
-        for i, s in enumerate(states.tolist()):
-            layer["strategies"][s] = strategies[offsets[i]:offsets[i + 1]].copy()
-            layer["order_probs"][s] = probs[t_off[i]:t_off[i + 1]].copy()
+        for s, strategy, probs in zip(states.tolist(), *_split_results(data)):
+            layer["strategies"][s], layer["order_probs"][s] = strategy, probs
         done += states.tolist()
         wall_s = float(data["wall_s"])
     return done, wall_s
@@ -110,12 +120,9 @@ def save_sweep_layer(folder: Path, label: str, n: int, layer: dict, keep_solvers
         solvers = layer["solvers"]
         small, streams = solver_records(np.arange(len(solvers)), solvers, None)
         write_npz(solver_file, small, streams)
-    strategies, order_probs = layer["strategies"], layer["order_probs"]
-    small = {"values": layer["values"], "exploitability": layer["exploitability"],
-             "iterations": layer["iterations"].astype(np.int64), "wall_s": np.array(layer["wall_s"]),
-             "sizes": np.array([len(x) for x in strategies], np.int64),
-             "terminals": np.array([len(p) for p in order_probs], np.int64)}
-    streams = {"strategies": (np.float64, 169, strategies), "order_probs": (np.float64, 6, order_probs)}
+    small, streams = _result_arrays(layer["strategies"], layer["order_probs"])
+    small.update(values=layer["values"], exploitability=layer["exploitability"],
+                 iterations=layer["iterations"].astype(np.int64), wall_s=np.array(layer["wall_s"]))
     write_npz(results, small, streams, compress=True)
     for part in part_paths(folder, label, n):
         part.unlink()
@@ -140,14 +147,9 @@ def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand]
     if solver_file.exists():
         solvers = [HandSolver(h, tensors) for h in hands]
         restore_records(np.load(solver_file), solvers, None)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
-    strategies, probs = data["strategies"], data["order_probs"]
-    m = len(hands)
+    strategies, order_probs = _split_results(data)
     return {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
-            "wall_s": float(data["wall_s"]), "solvers": solvers,
-            "strategies": [strategies[offsets[i]:offsets[i + 1]].copy() for i in range(m)],
-            "order_probs": [probs[t_off[i]:t_off[i + 1]].copy() for i in range(m)]}
+            "wall_s": float(data["wall_s"]), "solvers": solvers, "strategies": strategies, "order_probs": order_probs}
 
 
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:

@@ -167,7 +167,7 @@ def test_ex_post_reports_states_done_within_a_round(game, reference, monkeypatch
                                                   "residual ")
 
 
-def test_an_interrupted_ex_post_resumes_from_its_last_round(game, reference, tmp_path):
+def test_an_interrupted_ex_post_resumes_from_its_last_round(game, reference, tmp_path, monkeypatch):
     """Killed in the 3-player layer's second round, the check resumes from the round it saved, reads
     the finished 2-player layer back, and ends with the nemesis values of an uninterrupted run to the bit."""
     from engine.solve_progress import nemesis_log_line
@@ -186,13 +186,10 @@ def test_an_interrupted_ex_post_resumes_from_its_last_round(game, reference, tmp
             raise Interrupt
 
     import engine.best_response as br
-    br_every = br.PROGRESS_EVERY_S
-    br.PROGRESS_EVERY_S = 0.0
-    try:
-        with pytest.raises(Interrupt):
-            ex_post(profile, tensors, threads=2, progress=stop, checkpoint=tmp_path)
-    finally:
-        br.PROGRESS_EVERY_S = br_every
+    monkeypatch.setattr(br, "PROGRESS_EVERY_S", 0.0)
+    with pytest.raises(Interrupt):
+        ex_post(profile, tensors, threads=2, progress=stop, checkpoint=tmp_path)
+    monkeypatch.undo()
     events = []
     resumed = ex_post(profile, tensors, threads=2, progress=events.append, checkpoint=tmp_path)
     back = [(e["players"], e["rounds"], e["finished"]) for e in events if e["event"] == "nemesis_resumed"]
