@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import ex_post, model_analysis, models, rollout, simulation, site, solve
+from assets import deviation, ex_post, fgs, model_analysis, model_ex_post, models, rollout, simulation, site, solve
 from assets.resources import default_resources
 
 ALL_ASSETS = [rollout.hand_classes, rollout.rollout_pairs, rollout.rollout_triples,
               models.game_states, models.equity_model_tables, *solve.LAYER_ASSETS, ex_post.ex_post_equilibrium,
-              model_analysis.model_strategies, model_analysis.ex_post_models, simulation.simulations,
+              model_analysis.model_strategies, fgs.fgs_strategies, deviation.deviation_statistics,
+              model_ex_post.ex_post_models, simulation.simulations,
               site.results_site]
 
 build_all = dg.define_asset_job("build_all", selection=dg.AssetSelection.all(),

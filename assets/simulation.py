@@ -18,6 +18,7 @@ import pandas as pd
 
 from assets.ex_post import read_strategies
 from assets.model_analysis import model_names, strategies_fingerprint
+from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
 from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import UnitCheckpoint, game_key
@@ -30,7 +31,7 @@ from warehouse import db
 CHECKS = ("equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool")
 
 
-@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset],
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset, fgs_strategies],
           check_specs=[dg.AssetCheckSpec(c, asset="simulations", blocking=True) for c in CHECKS],
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
                       "the others on the equilibrium, per starting position (table `simulation`, with the equilibrium "

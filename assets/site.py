@@ -9,7 +9,10 @@ from assets.models import equity_model_tables, game_states
 from assets.resources import GameResource, WarehouseResource, build_dir
 from assets.rollout import hand_classes, rollout_pairs, rollout_triples
 from assets.ex_post import ex_post_equilibrium
-from assets.model_analysis import ex_post_models, model_strategies
+from assets.deviation import deviation_statistics
+from assets.fgs import fgs_strategies
+from assets.model_analysis import model_strategies
+from assets.model_ex_post import ex_post_models
 from assets.simulation import simulations
 from assets.solve import LAYER_ASSETS
 from sitegen.build import build_site
@@ -17,7 +20,7 @@ from sitegen.build import build_site
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
           deps=[hand_classes, rollout_pairs, rollout_triples, game_states, equity_model_tables, *LAYER_ASSETS,
-                ex_post_equilibrium, model_strategies, ex_post_models, simulations],
+                ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics, ex_post_models, simulations],
           description="Static site in build/site (open build/site/index.html): home, showdown tables, equity models, "
                       "equilibrium, push/fold, solve quality, models vs equilibrium, model ranges, ex post, simulation, warehouse reference. Rebuilt as a whole and swapped in only when complete.")
 def results_site(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:

@@ -163,7 +163,10 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource
     from assets.ex_post import ex_post_equilibrium
-    from assets.model_analysis import ex_post_models, model_strategies
+    from assets.deviation import deviation_statistics
+    from assets.fgs import fgs_strategies
+    from assets.model_analysis import model_strategies
+    from assets.model_ex_post import ex_post_models
     from assets.simulation import simulations
     from assets.solve import LAYER_ASSETS
     from warehouse import db
@@ -176,7 +179,8 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium, model_strategies, ex_post_models, simulations]
+    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics,
+                   ex_post_models, simulations]
     selection = [a for a in ALL_ASSETS if a not in equilibrium] if args.skip_solve else ALL_ASSETS
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)

@@ -88,7 +88,7 @@ def test_profile_values_of_a_model_profile(game):
 
 def _all_sweeps(game, folder, progress):
     """The model sweeps in the analysis' order: Harville, the other ICM-family models from Harville's
-    regrets, then FGS-1 … FGS-2 as a chain (as assets/model_analysis.py runs them)."""
+    regrets, then FGS-1 … FGS-2 as a chain (as assets/model_analysis.py and assets/fgs.py run them)."""
     tensors, _, stacks, layers = game
     harville_values = model_values("harville", stacks, PAY)
     harville = solve_sweep("harville", layers, harville_values, GAMMA, tensors, threads=2, progress=progress,

@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 
 from assets.definitions import defs
+from assets.fgs import fgs_strategies
+from assets.model_analysis import model_strategies
 from engine import equity_models
 from engine.states import n_states
 
@@ -14,7 +16,7 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
             "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "model_strategies",
-            "ex_post_models", "simulations", "results_site"} <= keys
+            "fgs_strategies", "deviation_statistics", "ex_post_models", "simulations", "results_site"} <= keys
 
 
 def test_every_asset_and_check_succeeds(tiny_build):
@@ -26,7 +28,8 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
         "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
         "nemesis_at_least_profile", "policy_iteration_converged", "every_state_within_gamma",
-        "fgs_values_sum_to_open_prizes", "equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool"}
+        "fgs_values_sum_to_open_prizes", "every_model_compared_everywhere", "finishing_by_stack_sums_to_1",
+        "equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 
@@ -125,6 +128,7 @@ def test_ex_post_tables(tiny_build):
 
 
 MODELS = ["harville", "weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]
+MODEL_SWEEPS = [model_strategies, fgs_strategies]  # the assets that write every model's strategies
 
 
 def test_model_values_and_deviation_views_match_numpy(tiny_build):
@@ -261,16 +265,67 @@ def _interrupted_after_two(tiny_build, tmp_path, monkeypatch, module, name: str,
     left in place to count the rerun's calls)."""
     import dagster as dg
 
-    import assets.model_analysis as analysis
-
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.ephemeral()
-    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
+    assert dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources).success
     killed = _KilledAfter(getattr(module, name), 2)
     monkeypatch.setattr(module, name, killed)
     assert not dg.materialize([asset], instance=instance, resources=resources, raise_on_error=False).success
     killed.disarm()
     return warehouse, resources, instance, killed
+
+
+def test_fgs_metadata_reports_how_far_each_depth_moves_the_values(tiny_build):
+    """fgs_strategies reports, per depth d, max |vᵈ − vᵈ⁻¹| over every (state, position): recomputed
+    here from `fgs_values` and, for v⁰, Harville's payoffs in `model_payoffs`."""
+    events = tiny_build["result"].get_asset_materialization_events()
+    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    moves = meta["fgs_strategies"]["max_value_move_usd"].value
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    expected = dict(con.execute("""
+        WITH v AS (SELECT depth, players, state_id, position, value FROM fgs_values WHERE game = 'tiny'
+                   UNION ALL
+                   SELECT 0, players, state_id, position, payoff FROM model_payoffs
+                   WHERE game = 'tiny' AND model = 'harville')
+        SELECT 'FGS-' || a.depth, max(abs(a.value - b.value)) FROM v a JOIN v b
+          ON b.depth = a.depth - 1 AND (a.players, a.state_id, a.position) = (b.players, b.state_id, b.position)
+        GROUP BY a.depth""").fetchall())
+    con.close()
+    assert moves.keys() == expected.keys() == {"FGS-1", "FGS-2", "FGS-3"}
+    for label, move in moves.items():
+        assert move == pytest.approx(expected[label], abs=1e-6) and move > 0
+
+
+def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, monkeypatch):
+    """The asset's headline table is the deviation_summary view's; its checks fail when a model's
+    values are missing for some (state, position) or a stack's finishing probabilities do not sum
+    to 1."""
+    import dagster as dg
+
+    from assets.deviation import deviation_statistics
+
+    events = tiny_build["result"].get_asset_materialization_events()
+    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    meta = meta["deviation_statistics"]
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    mapd = dict(con.execute("SELECT model, mapd_pct FROM deviation_summary WHERE game = 'tiny' AND players IS NULL "
+                            "AND averaging = 'plain'").fetchall())
+    pairs = con.execute("SELECT sum(players) FROM states WHERE game = 'tiny'").fetchone()[0]
+    con.close()
+    assert meta["pairs_per_model"].value == pairs
+    rows = [line.strip("|").split("|") for line in meta["deviation_summary"].value.splitlines()[2:]]
+    reported = {cells[0].strip(): float(cells[1]) for cells in rows}
+    assert reported.keys() == set(MODELS)
+    assert all(reported[m] == pytest.approx(mapd[m], abs=1e-4) for m in MODELS)
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM fgs_values WHERE game = 'tiny' AND depth = 2 AND state_id = 0")
+        con.execute("UPDATE finishing SET probability = probability * 1.01 WHERE game = 'tiny' AND place = 1")
+    result = dg.materialize([deviation_statistics], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["every_model_compared_everywhere"].passed
+    assert "FGS-2" in checks["every_model_compared_everywhere"].metadata["models_short"].data
+    assert not checks["finishing_by_stack_sums_to_1"].passed
 
 
 def test_finished_ex_post_checks_leave_no_rounds_behind(tiny_build):
@@ -290,17 +345,18 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
 
     import dagster as dg
 
-    import assets.model_analysis as analysis
+    import assets.model_ex_post as analysis
 
     warehouse, resources, instance, checked = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, analysis,
                                                                      "ex_post", analysis.ex_post_models)
     # `./lab build` again: every model sweep is read back from .cache/models ...
-    result = dg.materialize([analysis.model_strategies], instance=instance, resources=resources)
-    read_back = result.asset_materializations_for_node("model_strategies")[0].metadata["layers_read_back"]
-    assert sorted(read_back.value) == sorted(f"{m} {n}p" for m in MODELS for n in (2, 3))
+    result = dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources)
+    read_back = [layer for node in ("model_strategies", "fgs_strategies")
+                 for layer in result.asset_materializations_for_node(node)[0].metadata["layers_read_back"].value]
+    assert sorted(set(read_back)) == sorted(f"{m} {n}p" for m in MODELS for n in (2, 3))
     # ... or, that folder deleted, solved again to the same strategies (the solves are deterministic)
     shutil.rmtree(tmp_path / "cache" / "models")
-    assert dg.materialize([analysis.model_strategies], instance=instance, resources=resources).success
+    assert dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources).success
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert checked.calls == len(MODELS) - 2
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"

@@ -35,7 +35,8 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     plain = _summary(con, game, "plain")
     if plain.empty:
-        return "# Models vs equilibrium\n\nNo model has been compared with the equilibrium yet (asset `model_strategies`).\n"
+        return ("# Models vs equilibrium\n\nNo model has been compared with the equilibrium yet (assets "
+                "`model_strategies`, `fgs_strategies`, `deviation_statistics`).\n")
     averaged = _summary(con, game, "position-averaged")
     per_layer = con.execute("""SELECT players, model, mapd_pct, mad, min_relative_pct, max_relative_pct
                                FROM deviation_summary WHERE game = ? AND averaging = 'plain' AND players IS NOT NULL
@@ -158,7 +159,7 @@ def model_ranges_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
            JOIN hand_classes h ON h.class_id = b.class_id
            WHERE len(e.jammed_before) = 0""", [game, start, game, game, game]).df()
     if grids.empty or set(grids["model"]) == {"equilibrium"}:
-        return "# Model ranges\n\nNo model strategies yet (asset `model_strategies`).\n"
+        return "# Model ranges\n\nNo model strategies yet (assets `model_strategies`, `fgs_strategies`).\n"
     models = ["equilibrium", *model_order([m for m in grids["model"].unique() if m != "equilibrium"])]
     share = (grids.assign(w=grids["combos"] * grids["jam_probability"])
              .groupby(["model", "node", "node_name"], as_index=False)["w"].sum())

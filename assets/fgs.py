@@ -1,0 +1,117 @@
+"""Future Game Simulation (SPEC §7.2): the FGS-1 … FGS-D strategy profiles and values.
+
+v⁰ = Harville; vᵈ(s) is the value of state s's hand solved with successor values vᵈ⁻¹ (VI-CFR+,
+one sweep per depth), and model FGS-d plays the strategies of sweep d. The chain continues
+Harville's solvers (read back from the sweep checkpoint that `model_strategies` leaves them in)
+and each depth continues the previous one's, so one layer of solvers is in memory at a time; each
+sweep is written to `model_nodes` as soon as it finishes and checkpointed in `.cache/models/` like
+the other sweeps (an interrupted chain resumes at the depth and states it reached). For the
+`thesis` game this is 10 of its 13 sweeps, about 10–16 h each on 2 cores.
+"""
+
+import time
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, max_sweep_exploitability, model_strategies,
+                                   store_sweep, sweep_checkpoint_dir, sweep_logger)
+from assets.resources import GameResource, WarehouseResource
+from assets.solve import equilibrium_tensors
+from engine.config import GameConfig
+from engine.model_strategies import Sweep, fgs_sweeps, model_values
+from engine.sweep_checkpoint import drop_solvers
+from engine.tournament import compile_game
+from warehouse import db
+
+FGS_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
+
+
+def fgs_frame(values: list[dict[int, np.ndarray]]) -> pd.DataFrame:
+    """Rows of `fgs_values` for the depths 1 … D of ``values`` (values[d][n] is vᵈ of layer n, $)."""
+    frames = []
+    for d in range(1, len(values)):
+        for n, V in values[d].items():
+            sid, pos = np.meshgrid(np.arange(len(V)), np.arange(n), indexing="ij")
+            frames.append(pd.DataFrame({"depth": d, "players": n, "state_id": sid.ravel(), "position": pos.ravel(),
+                                        "value": V.ravel()}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["depth", "players", "state_id", "position", "value"])
+
+
+def value_moves(values: list[dict[int, np.ndarray]]) -> dict[str, float]:
+    """max |vᵈ − vᵈ⁻¹| over every (state, position), $, per depth d ≥ 1: how far FGS still moves."""
+    return {f"FGS-{d}": round(max(float(np.abs(values[d][n] - values[d - 1][n]).max()) for n in values[d]), 6)
+            for d in range(1, len(values))}
+
+
+def _open_prize_error(con, cfg: GameConfig) -> float:
+    """Largest |Σ_positions vᵈ(s) − the prizes still open in s| over every depth and state, $."""
+    return float(con.execute(
+        """SELECT coalesce(max(abs(s - open_prize)), 0) FROM (
+             SELECT players, sum(value) s FROM fgs_values WHERE game = ? GROUP BY depth, players, state_id) t
+           JOIN (SELECT unnest(range(2, ?)) AS players) p USING (players)
+           CROSS JOIN LATERAL (SELECT list_sum(g.payouts[1:t.players]) AS open_prize FROM games g WHERE g.game = ?)""",
+        [cfg.name, cfg.players + 1, cfg.name]).fetchone()[0])
+
+
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies],
+          check_specs=[dg.AssetCheckSpec(c, asset="fgs_strategies", blocking=True) for c in FGS_CHECKS],
+          description="Future Game Simulation (SPEC §7.2): FGS-1 … FGS-D (D = fgs_depth), each depth's sweep "
+                      "solving every state's hand to gamma with successors valued by the previous depth, from "
+                      "Harville up, continuing the previous depth's solvers. Tables `fgs_values` and the FGS rows "
+                      "of `model_nodes` and `model_sweeps`.")
+def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
+                   warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    t0 = time.perf_counter()
+    labels = [f"FGS-{d}" for d in range(1, cfg.fgs_depth + 1)]
+    layer_wall: dict[str, dict[int, float]] = {}
+    read_back: list[str] = []
+    rows: dict[str, int] = {}
+    moves: dict[str, float] = {}
+    sweeps: list[Sweep] = []
+    if cfg.fgs_depth:
+        tensors = equilibrium_tensors(warehouse.path, cfg)
+        stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
+        folder = sweep_checkpoint_dir(cfg)
+        progress = sweep_logger(context, layer_wall, read_back)
+        harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress)
+        harville.release()  # the chain needs its values (v¹) and solvers, not its strategies
+        if len(harville.solvers) == len(layers):
+            context.log.info("FGS-1 continues Harville's solvers" + (
+                ", read back from the sweep checkpoint" if warm_start == HARVILLE_READ_BACK
+                else f" (Harville's sweep solved again here, warm start: {warm_start})"))
+        else:  # the chain ran before: its sweeps are read back, or a depth missing from the checkpoint starts cold
+            context.log.info("Harville's solvers are no longer kept: the FGS sweeps saved are read back, "
+                             "any other starts cold")
+        chain, values = fgs_sweeps(layers, model_values("harville", stacks, cfg.payouts), cfg.fgs_depth, cfg.gamma,
+                                   tensors, progress=progress, first=harville, checkpoint=folder,
+                                   on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows))
+        sweeps = chain[1:]
+        drop_solvers(folder)  # the chain is done: its results stay, for a rebuild to read back
+        moves = value_moves(values)
+        for label, move in moves.items():
+            context.log.info(f"{label}: values moved by up to {move:.4g} $ from the depth before")
+    else:
+        values = []
+        context.log.info("fgs_depth = 0: no FGS model")
+    with warehouse.connect() as con:
+        rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
+        worst = max_sweep_exploitability(con, cfg, labels)
+        err = _open_prize_error(con, cfg)
+    checks = [
+        dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
+                            metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma}),
+        dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes", passed=bool(err <= 1e-6),
+                            metadata={"max_error_usd": err}),
+    ]
+    return dg.MaterializeResult(
+        metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
+                  "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
+                  "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
+                  "max_value_move_usd": moves,
+                  "layers_read_back": read_back,
+                  "wall_s": round(time.perf_counter() - t0, 2)},
+        check_results=checks)

@@ -1,0 +1,95 @@
+"""The ex post check of every model's strategy profile (SPEC §6, §7.5).
+
+For every model (Harville, Weitzman, Roberts, FGS-1 … FGS-D), its strategies are read back from
+`model_nodes`, its profile's exact values computed (everybody playing it), and a nemesis
+best-responds over the whole tournament (:func:`engine.best_response.ex_post`); the rows go to
+`nemesis_values` with profile = model, and the `ex_post` view lists them beside the
+equilibrium's. One model at a time; a rerun after an interrupt, or a rebuild, keeps the models
+already checked against the same model strategies (:mod:`assets.resume`, in `.cache/ex_post/`),
+and within a model the nemesis rounds it finished.
+"""
+
+import time
+
+import dagster as dg
+import numpy as np
+
+from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
+from assets.fgs import fgs_strategies
+from assets.model_analysis import model_names, model_strategies, strategies_fingerprint
+from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resume import UnitCheckpoint, game_key
+from assets.solve import equilibrium_tensors
+from engine.best_response import ex_post
+from engine.cfr import HandSolver
+from engine.hand_pass import Workspace
+from engine.model_strategies import profile_values
+from engine.solve_progress import nemesis_log_line
+from engine.tournament import compile_game, largest_hand
+from warehouse import db
+
+
+def outcome_probabilities(layers: dict, strategies: dict[int, list[np.ndarray]], tensors) -> dict[int, list[np.ndarray]]:
+    """Per state, the (terminals, 6) outcome probabilities of a fixed profile (one exact pass per state)."""
+    out = {}
+    ws = Workspace.for_hand(largest_hand([h for hands in layers.values() for h in hands]))
+    for n, hands in layers.items():
+        probs = []
+        for hand, sigma in zip(hands, strategies[n]):
+            solver = HandSolver(hand, tensors)
+            U = np.zeros_like(hand.term_prize)
+            solver.evaluate(sigma, U, ws)
+            probs.append(solver.order_probs.copy())
+        out[n] = probs
+    return out
+
+
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, ex_post_equilibrium],
+          check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True)],
+          description="Ex post check of every model's strategy profile (SPEC §7.5): the profile's exact values when "
+                      "everybody plays it, and a nemesis best-responding over the whole tournament. Rows in "
+                      "`nemesis_values` with profile = model; summary in the `ex_post` view.")
+def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
+                   warehouse: WarehouseResource) -> dg.MaterializeResult:
+    cfg = game.config()
+    t0 = time.perf_counter()
+    tensors = equilibrium_tensors(warehouse.path, cfg)
+    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
+    min_gain = np.inf
+    rows = 0
+    # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
+    with warehouse.connect() as con:
+        fingerprint = strategies_fingerprint(con, cfg)
+    done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
+    for model in model_names(cfg):
+        if done.load(model) is not None:
+            with warehouse.connect() as con:
+                count, low, mean, high = con.execute(
+                    "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
+                    [cfg.name, model]).fetchone()
+            if count:
+                rows += count
+                min_gain = min(min_gain, float(low))
+                context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
+                                 "against the same strategies)")
+                continue
+        with warehouse.connect() as con:
+            strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
+        probs = outcome_probabilities(layers, strategies, tensors)
+        V = profile_values(layers, probs)
+        result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors,
+                         progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)),
+                         checkpoint=done.work_dir(model))
+        frame = nemesis_frame(result, V)
+        min_gain = min(min_gain, float(frame["gain"].min()))
+        with warehouse.connect() as con:
+            rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
+        done.save(model, {"rows": len(frame)})
+        context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
+    with warehouse.connect() as con:
+        summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
+    return dg.MaterializeResult(
+        metadata={"game": cfg.name, "rows": rows, "wall_s": round(time.perf_counter() - t0, 2),
+                  "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
+        check_results=[dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
+                                           metadata={"min_gain_usd": min_gain})])
