@@ -14,6 +14,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.fgs import fgs_strategies
+from assets.finishing import finishing_probabilities
 from assets.model_analysis import model_names, model_strategies
 from assets.resources import GameResource, WarehouseResource
 from warehouse import db
@@ -54,7 +55,7 @@ def _largest_deviations(con, game: str) -> pd.DataFrame:
         ORDER BY abs(v.deviation) DESC""", [game]).df()
 
 
-@dg.asset(group_name="analysis", kinds={"duckdb"}, deps=[model_strategies, fgs_strategies],
+@dg.asset(group_name="analysis", kinds={"duckdb"}, deps=[model_strategies, fgs_strategies, finishing_probabilities],
           check_specs=[dg.AssetCheckSpec(c, asset="deviation_statistics", blocking=True) for c in DEVIATION_CHECKS],
           description="How far each model's payoffs are from the equilibrium (SPEC §7.3–7.4): views `model_values` "
                       "(every model's payoff per state and position next to the equilibrium's, plain and "

@@ -21,27 +21,11 @@ from assets.resources import GameResource, WarehouseResource, cache_dir
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
-from engine.cfr import HandSolver
-from engine.hand_pass import Workspace
 from engine.model_strategies import profile_values
-from engine.solve_progress import nemesis_log_line
-from engine.tournament import compile_game, largest_hand
+from engine.profile_outcomes import outcome_probabilities
+from engine.solve_progress import nemesis_log_line, outcome_log_line
+from engine.tournament import compile_game
 from warehouse import db
-
-
-def outcome_probabilities(layers: dict, strategies: dict[int, list[np.ndarray]], tensors) -> dict[int, list[np.ndarray]]:
-    """Per state, the (terminals, 6) outcome probabilities of a fixed profile (one exact pass per state)."""
-    out = {}
-    ws = Workspace.for_hand(largest_hand([h for hands in layers.values() for h in hands]))
-    for n, hands in layers.items():
-        probs = []
-        for hand, sigma in zip(hands, strategies[n]):
-            solver = HandSolver(hand, tensors)
-            U = np.zeros_like(hand.term_prize)
-            solver.evaluate(sigma, U, ws)
-            probs.append(solver.order_probs.copy())
-        out[n] = probs
-    return out
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, ex_post_equilibrium],
@@ -75,7 +59,12 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                 continue
         with warehouse.connect() as con:
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
-        probs = outcome_probabilities(layers, strategies, tensors)
+
+        def outcome_progress(event: dict, model: str = model) -> None:
+            context.log.info(f"{model}: {outcome_log_line(event)}")
+
+        probs = {n: outcome_probabilities(layers[n], strategies[n], tensors, progress=outcome_progress)
+                 for n in layers}
         V = profile_values(layers, probs)
         result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors,
                          progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)),

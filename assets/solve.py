@@ -2,8 +2,9 @@
 
 Each layer asset reads the showdown tables and the smaller layers' values from the warehouse,
 solves its layer (resuming from `.cache/solve/<game>-<config hash>/` after an interrupt), and
-writes values, strategies, per-state exploitability, the solve log and the finishing
-probabilities of its layer. Layers above the game's player count report that they do not apply.
+writes values, strategies, per-state exploitability and the solve log of its layer (the finishing
+probabilities are `finishing_probabilities`, :mod:`assets.finishing`). Layers above the game's
+player count report that they do not apply.
 """
 
 import time
@@ -21,13 +22,13 @@ from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors
-from engine.policy_evaluation import finishing_probabilities
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
 from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
+LAYER_CHECKS = ("values_sum_to_open_prizes", "exploitability_within_gamma")
 
 
 @lru_cache(maxsize=2)
@@ -86,7 +87,7 @@ def _node_rows(cfg: GameConfig, sol: LayerSolution) -> Iterator[pd.DataFrame]:
         yield pd.DataFrame(nodes, columns=["state_id", "node", "actor", "actor_name", "jammed_before", "jam"])
 
 
-def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray) -> dict:
+def write_layer(con, cfg: GameConfig, sol: LayerSolution) -> dict:
     """Write one solved layer's tables (each in one transaction); returns row counts."""
     n, m = sol.players, len(sol.stacks)
     key = {"game": cfg.name, "players": n}
@@ -99,12 +100,6 @@ def write_layer(con, cfg: GameConfig, sol: LayerSolution, finishing: np.ndarray)
         {"state_id": np.arange(m), "exploitability": sol.exploitability, "cfr_iterations": sol.iterations}), key)
     log = pd.DataFrame(sol.log).drop(columns=["players"])
     rows["solve_log"] = db.replace_rows(con, "solve_log", log, key)
-    places = finishing.shape[2]
-    sid3, pos3, pl3 = np.meshgrid(np.arange(m), np.arange(n), np.arange(places), indexing="ij")
-    keep = pl3.ravel() < n
-    rows["finishing"] = db.replace_rows(con, "finishing", pd.DataFrame(
-        {"state_id": sid3.ravel()[keep], "position": pos3.ravel()[keep], "place": pl3.ravel()[keep] + 1,
-         "probability": finishing.ravel()[keep]}), key)
     return rows
 
 
@@ -116,16 +111,11 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
     worst, over = con.execute("""SELECT coalesce(max(exploitability), 0), count(*) FILTER (WHERE exploitability > ?)
                                  FROM state_quality WHERE game = ? AND players = ?""",
                               [cfg.gamma, cfg.name, n]).fetchone()
-    fin_err = con.execute("""SELECT coalesce(max(abs(s - 1)), 0) FROM (
-                               SELECT sum(probability) s FROM finishing WHERE game = ? AND players = ?
-                               GROUP BY state_id, position)""", [cfg.name, n]).fetchone()[0]
     return [
         dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6),
                             metadata={"max_error_usd": float(err), "open_prizes": open_prize}),
         dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
                             metadata={"max_exploitability": float(worst), "gamma": cfg.gamma, "states_over": int(over)}),
-        dg.AssetCheckResult(check_name="finishing_probabilities_sum_to_1", passed=bool(fin_err <= 1e-6),
-                            metadata={"max_error": float(fin_err)}),
     ]
 
 
@@ -134,23 +124,21 @@ def _layer_asset(n: int, previous):
     deps = [rollout_pairs, rollout_triples, game_states] + ([previous] if previous is not None else [])
 
     @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True) for c in
-                           ("values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1")],
+              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True) for c in LAYER_CHECKS],
               description=f"PI-CFR+ equilibrium of the {n}-player layer: values (`equilibrium_values`), strategies "
                           f"(`equilibrium_nodes`, view `equilibrium_jam`), per-state exploitability (`state_quality`), "
-                          f"outer-iteration log (`solve_log`), finishing probabilities (`finishing`). Resumable.")
+                          f"outer-iteration log (`solve_log`). Resumable.")
     def layer(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()
         if n > cfg.players:
             checks = [dg.AssetCheckResult(check_name=c, passed=True, metadata={"skipped": f"game has {cfg.players} players"})
-                      for c in ("values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1")]
+                      for c in LAYER_CHECKS]
             return dg.MaterializeResult(metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
                                         check_results=checks)
         t0 = time.perf_counter()
         tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:
             lower_values = _lower(con, cfg, n, "equilibrium_values", "value")
-            lower_finishing = _lower(con, cfg, n, "finishing", "probability", places=cfg.players)
 
         def progress(event: dict) -> None:
             line = layer_log_line(event)
@@ -159,9 +147,8 @@ def _layer_asset(n: int, previous):
 
         sol = solve_layer(cfg.units, n, cfg.payouts, cfg.gamma, tensors, lower_values,
                           checkpoint=checkpoint_dir(cfg), progress=progress)
-        fin = finishing_probabilities(sol.hands, sol.order_probs, n, lower_finishing, cfg.players)
         with warehouse.connect() as con:
-            rows = write_layer(con, cfg, sol, fin)
+            rows = write_layer(con, cfg, sol)
             checks = _check_layer(con, cfg, n)
             preview = db.preview_markdown(con, """
                 SELECT s.stacks, s.positions, list(round(v.value, 4) ORDER BY v.position) AS equilibrium

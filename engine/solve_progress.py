@@ -78,3 +78,9 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
         return f"{head}: {_states_done(event, ' in it')}"
     return (f"{head}: Bellman residual {event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) "
             f"replies differ from the profile, {event['wall_s']:.1f} s")
+
+
+def outcome_log_line(event: dict) -> str:
+    """The log line of a progress event of :func:`engine.profile_outcomes.outcome_probabilities`:
+    a layer's hand outcomes under a fixed profile, states done."""
+    return f"{event['players']}-player layer, hand outcomes of the profile: {_states_done(event)}"

@@ -165,6 +165,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.ex_post import ex_post_equilibrium
     from assets.deviation import deviation_statistics
     from assets.fgs import fgs_strategies
+    from assets.finishing import finishing_probabilities
     from assets.model_analysis import model_strategies
     from assets.model_ex_post import ex_post_models
     from assets.simulation import simulations
@@ -179,8 +180,8 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    equilibrium = [*LAYER_ASSETS, ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics,
-                   ex_post_models, simulations]
+    equilibrium = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, model_strategies, fgs_strategies,
+                   deviation_statistics, ex_post_models, simulations]
     selection = [a for a in ALL_ASSETS if a not in equilibrium] if args.skip_solve else ALL_ASSETS
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)

@@ -15,7 +15,7 @@ from engine.states import n_states
 def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
-            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "ex_post_equilibrium", "model_strategies",
+            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "finishing_probabilities", "ex_post_equilibrium", "model_strategies",
             "fgs_strategies", "deviation_statistics", "ex_post_models", "simulations", "results_site"} <= keys
 
 
@@ -27,6 +27,7 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "combos_total_1326", "pair_rows_and_weights", "triple_rows_and_weights", "state_counts",
         "finishing_rows_and_columns_sum_to_1", "payoffs_sum_to_open_prizes",
         "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
+        "finishing_gives_back_the_values",
         "nemesis_at_least_profile", "policy_iteration_converged", "every_state_within_gamma",
         "fgs_values_sum_to_open_prizes", "every_model_compared_everywhere", "finishing_by_stack_sums_to_1",
         "equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool"}
@@ -326,6 +327,37 @@ def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, m
     assert not checks["every_model_compared_everywhere"].passed
     assert "FGS-2" in checks["every_model_compared_everywhere"].metadata["models_short"].data
     assert not checks["finishing_by_stack_sums_to_1"].passed
+
+
+def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibrium(tiny_build, tmp_path,
+                                                                                  monkeypatch):
+    """finishing_probabilities killed in its second layer: the rerun computes only that layer and
+    writes the table a run never interrupted writes. Its check fails when the stored values are not
+    those of the stored strategies."""
+    import dagster as dg
+
+    import assets.finishing as finishing
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    query = "SELECT * FROM finishing WHERE game = 'tiny' ORDER BY ALL"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        straight = con.execute(query).df()
+    killed = _KilledAfter(finishing.outcome_probabilities, 1)
+    monkeypatch.setattr(finishing, "outcome_probabilities", killed)
+    assert not dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False).success
+    killed.disarm()
+    assert dg.materialize([finishing.finishing_probabilities], resources=resources).success
+    assert killed.calls == 1  # the 3-player layer only: the 2-player one was kept
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(straight, con.execute(query).df())
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE equilibrium_values SET value = value + 0.01 WHERE game = 'tiny' AND players = 3 "
+                    "AND state_id = 0 AND position = 0")
+    result = dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert checks["finishing_probabilities_sum_to_1"].passed
+    assert not checks["finishing_gives_back_the_values"].passed
+    assert checks["finishing_gives_back_the_values"].metadata["max_error_usd"].value == pytest.approx(0.01)
 
 
 def test_finished_ex_post_checks_leave_no_rounds_behind(tiny_build):

@@ -619,3 +619,21 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
         for s, hand in enumerate(layer.hands):  # measured under the final values, held or not
             e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
             assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
+
+
+def test_outcome_probabilities_of_the_stored_profile_are_the_solves(tiny_tensors, solved):
+    """A profile read back (its strategies only) gives the outcome probabilities the solve evaluated
+    its layer with, on any number of threads; with them, the policy evaluation gives back its values."""
+    from engine.policy_evaluation import evaluate_layer
+    from engine.profile_outcomes import outcome_probabilities
+
+    lower = {}
+    for n, layer in sorted(solved.items()):
+        events = []
+        one = outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=1)
+        two = outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=events.append)
+        for s in range(len(layer.hands)):
+            np.testing.assert_array_equal(one[s], two[s])
+            np.testing.assert_allclose(one[s], layer.order_probs[s], atol=1e-12)
+        np.testing.assert_allclose(evaluate_layer(layer.hands, one, n, lower), layer.values, atol=1e-9)
+        lower[n] = layer.values
