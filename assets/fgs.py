@@ -40,12 +40,6 @@ def fgs_frame(values: list[dict[int, np.ndarray]]) -> pd.DataFrame:
         columns=["depth", "players", "state_id", "position", "value"])
 
 
-def value_moves(values: list[dict[int, np.ndarray]]) -> dict[str, float]:
-    """max |vᵈ − vᵈ⁻¹| over every (state, position), $, per depth d ≥ 1: how far FGS still moves."""
-    return {f"FGS-{d}": round(max(float(np.abs(values[d][n] - values[d - 1][n]).max()) for n in values[d]), 6)
-            for d in range(1, len(values))}
-
-
 def _open_prize_error(con, cfg: GameConfig) -> float:
     """Largest |Σ_positions vᵈ(s) − the prizes still open in s| over every depth and state, $."""
     return float(con.execute(
@@ -61,7 +55,8 @@ def _open_prize_error(con, cfg: GameConfig) -> float:
           description="Future Game Simulation (SPEC §7.2): FGS-1 … FGS-D (D = fgs_depth), each depth's sweep "
                       "solving every state's hand to gamma with successors valued by the previous depth, from "
                       "Harville up, continuing the previous depth's solvers. Tables `fgs_values` and the FGS rows "
-                      "of `model_nodes` and `model_sweeps`.")
+                      "of `model_nodes` and `model_sweeps`; view `fgs_value_moves` (how far each depth still moves "
+                      "the values).")
 def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
                    warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
@@ -70,7 +65,6 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     layer_wall: dict[str, dict[int, float]] = {}
     read_back: list[str] = []
     rows: dict[str, int] = {}
-    moves: dict[str, float] = {}
     sweeps: list[Sweep] = []
     if cfg.fgs_depth:
         tensors = equilibrium_tensors(warehouse.path, cfg)
@@ -91,9 +85,6 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
                                    on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows))
         sweeps = chain[1:]
         drop_solvers(folder)  # the chain is done: its results stay, for a rebuild to read back
-        moves = value_moves(values)
-        for label, move in moves.items():
-            context.log.info(f"{label}: values moved by up to {move:.4g} $ from the depth before")
     else:
         values = []
         context.log.info("fgs_depth = 0: no FGS model")
@@ -101,6 +92,11 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
         worst = max_sweep_exploitability(con, cfg, labels)
         err = _open_prize_error(con, cfg)
+        moves = {f"FGS-{d}": round(float(move), 6) for d, move in con.execute(
+            "SELECT depth, max_abs_move FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth",
+            [cfg.name]).fetchall()}
+    for label, move in moves.items():
+        context.log.info(f"{label}: values moved by up to {move:.4g} $ from the depth before (view fgs_value_moves)")
     checks = [
         dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
                             metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma}),

@@ -276,25 +276,30 @@ def _interrupted_after_two(tiny_build, tmp_path, monkeypatch, module, name: str,
     return warehouse, resources, instance, killed
 
 
-def test_fgs_metadata_reports_how_far_each_depth_moves_the_values(tiny_build):
-    """fgs_strategies reports, per depth d, max |vᵈ − vᵈ⁻¹| over every (state, position): recomputed
-    here from `fgs_values` and, for v⁰, Harville's payoffs in `model_payoffs`."""
+def test_fgs_value_moves_are_how_far_each_depth_moves_the_values(tiny_build):
+    """The view fgs_value_moves (and fgs_strategies' metadata from it) against max and mean
+    |vᵈ − vᵈ⁻¹| recomputed with pandas from `fgs_values` and, for v⁰, Harville's `model_payoffs`."""
     events = tiny_build["result"].get_asset_materialization_events()
     meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
-    moves = meta["fgs_strategies"]["max_value_move_usd"].value
+    reported = meta["fgs_strategies"]["max_value_move_usd"].value
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
-    expected = dict(con.execute("""
-        WITH v AS (SELECT depth, players, state_id, position, value FROM fgs_values WHERE game = 'tiny'
-                   UNION ALL
-                   SELECT 0, players, state_id, position, payoff FROM model_payoffs
-                   WHERE game = 'tiny' AND model = 'harville')
-        SELECT 'FGS-' || a.depth, max(abs(a.value - b.value)) FROM v a JOIN v b
-          ON b.depth = a.depth - 1 AND (a.players, a.state_id, a.position) = (b.players, b.state_id, b.position)
-        GROUP BY a.depth""").fetchall())
+    fgs = con.execute("SELECT depth, players, state_id, position, value FROM fgs_values WHERE game = 'tiny'").df()
+    icm = con.execute("SELECT 0 AS depth, players, state_id, position, payoff AS value FROM model_payoffs "
+                      "WHERE game = 'tiny' AND model = 'harville'").df()
+    view = con.execute("SELECT * FROM fgs_value_moves WHERE game = 'tiny'").df()
     con.close()
-    assert moves.keys() == expected.keys() == {"FGS-1", "FGS-2", "FGS-3"}
-    for label, move in moves.items():
-        assert move == pytest.approx(expected[label], abs=1e-6) and move > 0
+    wide = pd.concat([fgs, icm]).pivot_table(index=["players", "state_id", "position"], columns="depth",
+                                             values="value")
+    assert reported.keys() == {"FGS-1", "FGS-2", "FGS-3"}
+    for d in (1, 2, 3):
+        move = (wide[d] - wide[d - 1]).abs()
+        assert reported[f"FGS-{d}"] == pytest.approx(move.max(), abs=1e-6) and move.max() > 0
+        for players, sub in [(None, move), *move.groupby(level="players")]:
+            row = view[(view["depth"] == d) & (view["players"].isna() if players is None else view["players"] == players)]
+            assert len(row) == 1
+            assert row["max_abs_move"].iloc[0] == pytest.approx(sub.max(), rel=1e-12)
+            assert row["mean_abs_move"].iloc[0] == pytest.approx(sub.mean(), rel=1e-12)
+            assert row["pairs"].iloc[0] == len(sub)
 
 
 def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, monkeypatch):

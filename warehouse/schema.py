@@ -418,6 +418,29 @@ _add(Table(
       GROUP BY v.game, v.model, v.players, v.stack"""))
 
 _add(Table(
+    "fgs_value_moves",
+    "How far each Future Game Simulation depth still moves the values (SPEC §7.2): |vᵈ − vᵈ⁻¹| over every "
+    "(state, position), v⁰ = Harville, overall and per player count. FGS-d approaches a fixed point as the "
+    "moves shrink.",
+    (GAME, _c("depth", "SMALLINT", "d = 1 … fgs_depth"),
+     _c("players", "SMALLINT", "player count, NULL = all layers together"),
+     _c("max_abs_move", "DOUBLE", "largest |vᵈ − vᵈ⁻¹|, $"),
+     _c("mean_abs_move", "DOUBLE", "mean |vᵈ − vᵈ⁻¹|, $"),
+     _c("pairs", "BIGINT", "(state, position) pairs")),
+    key=(), kind="view",
+    view_sql="""
+      WITH v AS (
+        SELECT game, depth, players, state_id, position, value FROM fgs_values
+        UNION ALL
+        SELECT game, 0, players, state_id, position, payoff FROM model_payoffs WHERE model = 'harville')
+      SELECT a.game, a.depth, a.players, max(abs(a.value - b.value)) AS max_abs_move,
+             avg(abs(a.value - b.value)) AS mean_abs_move, count(*) AS pairs
+      FROM v a JOIN v b ON b.game = a.game AND b.depth = a.depth - 1 AND b.players = a.players
+                        AND b.state_id = a.state_id AND b.position = a.position
+      WHERE a.depth >= 1
+      GROUP BY GROUPING SETS ((a.game, a.depth), (a.game, a.depth, a.players))"""))
+
+_add(Table(
     "model_jam", "model_nodes unnested: one row per (model, state, node, hand class).",
     (GAME, _c("model", "VARCHAR", "see `model_nodes`"), PLAYERS, STATE, _c("node", "SMALLINT", "decision node"),
      _c("actor", "SMALLINT", "acting position"), _c("class_id", "SMALLINT", "hand class"),

@@ -31,6 +31,18 @@ def _summary(con: duckdb.DuckDBPyConnection, game: str, averaging: str) -> pd.Da
     return df.set_index("model").loc[order].reset_index()
 
 
+def _moves_block(moves: pd.DataFrame) -> str:
+    """How far each FGS depth still moves the values (nothing when the game has no FGS depth)."""
+    if moves.empty:
+        return ""
+    return f"""
+How far each depth still moves the values: |vᵈ − vᵈ⁻¹| over every (state, position), in $
+(view `fgs_value_moves`; v⁰ = Harville).
+
+{frame_markdown(moves, decimals=4)}
+"""
+
+
 def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     plain = _summary(con, game, "plain")
@@ -54,6 +66,8 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     absolute = by_stack.rename(columns={"mean_abs_deviation": "value"})[["players", "stack", "series", "value"]]
     depth = plain[plain["model"].str.startswith("FGS") | (plain["model"] == "harville")].copy()
     depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
+    moves = con.execute("""SELECT 'FGS-' || depth AS model, max_abs_move AS max_move_usd, mean_abs_move AS mean_move_usd
+                           FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth""", [game]).df()
     sweeps = con.execute("""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
                                    max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
                             FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
@@ -92,7 +106,7 @@ Mean |model − equilibrium| in $ for each stack size:
 
 MAPD and MAD of FGS-d against the depth d (d = 0 is Harville, the starting point of FGS).
 {chart_html(charts.depth_curve(depth[["depth", "mapd_pct", "mad"]]), "fgs-depth")}
-
+{_moves_block(moves)}
 ## The model strategy solves
 
 Each model's strategy: every state's hand solved with CFR+ to gamma = {cfg['gamma']:g} $ with the
