@@ -35,7 +35,6 @@ from engine.tournament import compile_game
 from warehouse import db
 
 
-
 def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
     """Where the model sweeps of a game checkpoint (keyed like the equilibrium's: game, tables, gamma)."""
     return cache_dir("models", game_key(cfg))
