@@ -71,8 +71,9 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
         folder = sweep_checkpoint_dir(cfg)
         progress = sweep_logger(context, layer_wall, read_back)
-        harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress)
-        harville.release()  # the chain needs its values (v¹) and solvers, not its strategies
+        # the chain needs Harville's values (v¹) and solvers, not its strategies
+        harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=False)
+        harville.release()  # solved here when the checkpoint lost it
         if len(harville.solvers) == len(layers):
             context.log.info("FGS-1 continues Harville's solvers" + (
                 ", read back from the sweep checkpoint" if warm_start == HARVILLE_READ_BACK

@@ -92,7 +92,7 @@ def finishing_probabilities(context: dg.AssetExecutionContext, game: GameResourc
             strategies = read_strategies(con, cfg.name, n, len(stacks))
         probs = outcome_probabilities(hands, strategies, equilibrium_tensors(warehouse.path, cfg),
                                       progress=lambda event: context.log.info(outcome_log_line(event)))
-        lower[n] = layer_finishing(hands, probs, n, {k: v for k, v in lower.items() if k < n}, cfg.players)
+        lower[n] = layer_finishing(hands, probs, n, lower, cfg.players)  # lower: the layers below n
         frame = finishing_rows(lower[n])
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})

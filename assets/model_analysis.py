@@ -109,11 +109,12 @@ def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, swe
 HARVILLE_READ_BACK = "none needed (the Harville sweep is read back)"
 
 
-def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors, progress: Callable[[dict], None]
-                   ) -> tuple[Sweep, str]:
+def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors, progress: Callable[[dict], None],
+                   read_strategies: bool = True) -> tuple[Sweep, str]:
     """The Harville sweep, its solvers kept for the sweeps that warm-start from it: read back from
-    the sweep checkpoint when saved (with its solvers while they are kept there), else solved
-    warm-started from the equilibrium's regrets. Returns (sweep, how it was started)."""
+    the sweep checkpoint when saved (with its solvers while they are kept there; its strategies only
+    with ``read_strategies``), else solved warm-started from the equilibrium's regrets. Returns
+    (sweep, how it was started)."""
     folder = sweep_checkpoint_dir(cfg)
     warm = None
     if sweep_saved(folder, "harville", list(layers)):  # read back: no warm start (nor 7 GiB of thesis regrets) needed
@@ -122,7 +123,8 @@ def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors, progres
         warm = equilibrium_solvers(layers, tensors, checkpoint_dir(cfg))
         warm_start = "the equilibrium's regrets" if warm else "none (no solve checkpoint)"
     sweep = solve_sweep("harville", layers, model_values("harville", stacks, cfg.payouts), cfg.gamma, tensors,
-                        warm=warm, progress=progress, checkpoint=folder, keep_solvers=True, consume_warm=True)
+                        warm=warm, progress=progress, checkpoint=folder, keep_solvers=True, consume_warm=True,
+                        read_strategies=read_strategies)
     return sweep, warm_start
 
 

@@ -19,8 +19,8 @@ them: e.g. ``--layer-units 20 --layer-players 4 --layer-gamma 1e-4 --sweep-units
 with ``NUMBA_NUM_THREADS=1``. ``--layer-sweeps`` then times the model-strategy sweeps over that
 solved game as ``model_strategies`` and ``fgs_strategies`` run them (needs ``--checkpoint``):
 Harville warm-started from the equilibrium's regrets, Weitzman from Harville's, FGS-1 continuing
-Harville's solvers; per layer, seconds, CFR+ iterations and ms per state. E.g. the 45-unit 4-player game, its layers read
-back from a finished checkpoint: ``--units 45 --iterations 20 --layer-units 45 --layer-players 4
+Harville's solvers; per layer, seconds, CFR+ iterations and ms per state. E.g. the 45-unit
+4-player game, its layers read back from a finished checkpoint: ``--units 45 --iterations 20 --layer-units 45 --layer-players 4
 --layer-gamma 1e-4 --sweep-units 0 --checkpoint DIR --layer-sweeps``. ``--ex-post`` times the
 ex post check of the solved equilibrium (the nemesis' policy iteration), layer by layer, and with
 ``--layer-sweeps`` that of each sweep's profile too.
@@ -160,8 +160,8 @@ def ex_post_figures(label: str, layers: dict, tensors: SolverTensors) -> None:
 def layer_sweep_figures(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
                         checkpoint: Path, with_ex_post: bool = False) -> None:
     """Time the model sweeps over every state of the solved game as the ``model_strategies`` and
-    ``fgs_strategies`` assets run them: Harville warm-started from the equilibrium's regrets (read from ``checkpoint``),
-    Weitzman from Harville's, then FGS-1 continuing Harville's solvers. Prints each sweep's seconds,
+    ``fgs_strategies`` assets run them: Harville warm-started from the equilibrium's regrets (read
+    from ``checkpoint``), Weitzman from Harville's, then FGS-1 continuing Harville's solvers. Prints each sweep's seconds,
     CFR+ iterations and ms per state for every layer (2 .. ``players``) and its largest
     exploitability ($, within ``gamma``); ``with_ex_post``: then the ex post check of each sweep's
     profile, as ``ex_post_models`` runs it."""

@@ -37,8 +37,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -47,9 +45,10 @@ import scipy.sparse as sp
 from engine.cfr import HandSolver, exploitability_from_cf
 from engine.checkpoint import write_npz
 from engine.game_tree import CompiledHand, utilities
-from engine.hand_pass import SolverTensors, Workspace
+from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
-from engine.tournament import heaviest_first
+from engine.solve_progress import states_done_events
+from engine.tournament import SolverPool, heaviest_first, largest_hand
 
 ProgressFn = Callable[[dict], None]
 
@@ -104,7 +103,6 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     """
     m, n = values.shape
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
-    local = threading.local()
     W = values.copy()
     log: list[dict] = []
     base_probs: list[np.ndarray | None] = [None] * m
@@ -112,12 +110,6 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     # outcome probabilities: after the first rounds most replies repeat, and their orders pass is skipped
     last_reply: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
     last_probs: list[list[np.ndarray | None]] = [[None] * n for _ in range(m)]
-
-    def workspace(hand: CompiledHand) -> Workspace:
-        ws = getattr(local, "ws", None)
-        if ws is None or ws.n < hand.n_players:
-            ws = local.ws = Workspace.for_hand(_largest(hands))
-        return ws
 
     first = 1
     if checkpoint is not None and _round_path(checkpoint, n).exists():
@@ -131,7 +123,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         first = len(log) + 1
 
     order = heaviest_first(hands)
-    with ThreadPoolExecutor(max(1, threads)) as pool:
+    pool = SolverPool(threads, largest_hand(hands))
+    try:
         for rnd in range(first, max_rounds + 1):
             t0 = time.perf_counter()
             table = {**lower_nemesis, n: W}
@@ -141,7 +134,7 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 # for every state, their unused regrets and the whole replies once remembered took
                 # about 110 KB per 5-player state: about 15 GB on the 45-unit layer; see reply_key)
                 solver, sigma = HandSolver(hands[s], tensors), strategies[s]
-                ws = workspace(solver.hand)
+                ws = pool.workspace()
                 U = utilities(solver.hand, table)
                 root, cf_fold, cf_jam, probs = solver.evaluate(sigma, U, ws, orders=base_probs[s] is None)
                 if base_probs[s] is None:
@@ -166,14 +159,10 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 return update, per_seat, sum(r is not None for r in replies)
 
             results = [None] * m
-            last_report = t0
-            for count, (s_, r) in enumerate(zip(order, pool.map(improve, order)), start=1):
+            done = states_done_events(pool.imap(improve, order), m, progress, PROGRESS_EVERY_S,
+                                      {"event": "nemesis_states", "players": n, "round": rnd})
+            for s_, r in zip(order, done):
                 results[s_] = r
-                now = time.perf_counter()
-                if progress and now - last_report >= PROGRESS_EVERY_S and count < m:
-                    last_report = now
-                    progress({"event": "nemesis_states", "players": n, "round": rnd, "done": count, "states": m,
-                              "wall_s": now - t0, "left_s": (now - t0) / count * (m - count)})
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))
@@ -188,6 +177,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 progress({"event": "nemesis_round", **entry})
             if residual <= tol:
                 break
+    finally:
+        pool.close()
     return W, log
 
 
@@ -205,10 +196,6 @@ def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
     log = [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
             "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
     return data["W"], log, bool(data["finished"])
-
-
-def _largest(hands: list[CompiledHand]) -> CompiledHand:
-    return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
 
 
 def _evaluate_nemesis(hands: list[CompiledHand], per_seat_probs: list[list[np.ndarray]], n: int,

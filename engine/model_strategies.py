@@ -33,6 +33,7 @@ from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import evaluate_layer
+from engine.solve_progress import states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
                                      save_sweep_part)
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
@@ -126,7 +127,8 @@ def _restart(solver: HandSolver, iterations: int, weight: float) -> None:
 def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarray], gamma: float,
                 tensors: SolverTensors, warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
                 batch: int = 8, max_iterations: int = 20_000, progress: ProgressFn | None = None,
-                checkpoint: Path | None = None, keep_solvers: bool = True, consume_warm: bool = False) -> Sweep:
+                checkpoint: Path | None = None, keep_solvers: bool = True, consume_warm: bool = False,
+                read_strategies: bool = True) -> Sweep:
     """Solve every state's hand to exploitability ≤ gamma ($) with successors valued by ``successor_values``.
 
     ``successor_values[n]`` is the (states, n) $ table of every layer a hand can lead to (its own
@@ -136,14 +138,16 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     solvers are returned (and, with a ``checkpoint``, saved) for a later sweep to warm-start
     from; without it each state's solver is made when the state is solved and dropped after, so
     no layer of solvers is held. With a ``checkpoint`` folder each finished layer is saved there
-    and a layer already saved is read back instead of solved (:mod:`engine.sweep_checkpoint`).
+    and a layer already saved is read back instead of solved (:mod:`engine.sweep_checkpoint`);
+    without ``read_strategies`` a layer read back brings no strategies nor outcome probabilities.
     """
     threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
     pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
     try:
         for n, hands in sorted(layers.items()):
-            saved = load_sweep_layer(checkpoint, label, n, hands, tensors) if checkpoint is not None else None
+            saved = (load_sweep_layer(checkpoint, label, n, hands, tensors, strategies=read_strategies)
+                     if checkpoint is not None else None)
             layer = saved or _solve_sweep_layer(hands, n, successor_values, gamma, tensors, pool,
                                                 None if warm is None else warm.get(n), batch, max_iterations,
                                                 keep_solvers, consume_warm, checkpoint, label, progress)
@@ -222,20 +226,19 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         expl[s] = e
         return s
 
-    t0 = last_part = last_report = time.perf_counter()
+    t0 = last_part = time.perf_counter()
     finished = set(done)
     todo = [s for s in heaviest_first(hands) if s not in finished]
     pending: list[int] = []  # finished since the last part was saved
-    for count, s in enumerate(pool.imap(work, todo), start=1):
+    solved = states_done_events(pool.imap(work, todo), len(todo), progress, PROGRESS_EVERY_S,
+                                {"event": "sweep_states", "label": label, "players": n}, done_before=len(done),
+                                wall_before=wall_before)
+    for count, s in enumerate(solved, start=1):
         pending.append(s)
         now = time.perf_counter()
         if checkpoint is not None and now - last_part >= PART_EVERY_S and count < len(todo):
             save_sweep_part(checkpoint, label, n, pending, layer, kept, wall_before + now - t0)
             pending, last_part = [], now
-        if progress and now - last_report >= PROGRESS_EVERY_S and count < len(todo):
-            last_report = now
-            progress({"event": "sweep_states", "label": label, "players": n, "done": len(done) + count, "states": m,
-                      "wall_s": wall_before + now - t0, "left_s": (now - t0) / count * (len(todo) - count)})
     return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": kept}
 
 

@@ -14,17 +14,15 @@ the 45-unit 5-player layer's 135,751 states take about 13–16 minutes.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from engine.cfr import HandSolver
 from engine.game_tree import CompiledHand
-from engine.hand_pass import SolverTensors, Workspace
-from engine.tournament import heaviest_first, largest_hand
+from engine.hand_pass import SolverTensors
+from engine.solve_progress import states_done_events
+from engine.tournament import SolverPool, heaviest_first, largest_hand
 
 PROGRESS_EVERY_S = 30.0
 """Seconds between progress events (states done, time left) within a layer."""
@@ -39,29 +37,23 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
     ``progress`` gets ``{"event": "outcome_states", "players", "done", "states", "wall_s",
     "left_s"}`` every :data:`PROGRESS_EVERY_S` seconds. The result does not depend on the threads.
     """
-    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
-    out: list[np.ndarray | None] = [None] * len(hands)
     if not hands:
         return []
-    largest = largest_hand(hands)
-    local = threading.local()
+    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    pool = SolverPool(threads, largest_hand(hands))
 
     def one(s: int) -> np.ndarray:
-        ws = getattr(local, "ws", None)
-        if ws is None:
-            ws = local.ws = Workspace.for_hand(largest)
         solver = HandSolver(hands[s], tensors)  # made per state and dropped: only its pass is needed
-        solver.evaluate(strategies[s], np.zeros_like(hands[s].term_prize), ws)
+        solver.evaluate(strategies[s], np.zeros_like(hands[s].term_prize), pool.workspace())
         return solver.order_probs.copy()
 
+    out: list[np.ndarray | None] = [None] * len(hands)
     order = heaviest_first(hands)
-    t0 = last = time.perf_counter()
-    with ThreadPoolExecutor(max(1, threads)) as pool:
-        for done, (s, probs) in enumerate(zip(order, pool.map(one, order)), start=1):
+    try:
+        results = states_done_events(pool.imap(one, order), len(hands), progress, PROGRESS_EVERY_S,
+                                     {"event": "outcome_states", "players": hands[0].n_players})
+        for s, probs in zip(order, results):
             out[s] = probs
-            now = time.perf_counter()
-            if progress and now - last >= PROGRESS_EVERY_S and done < len(hands):
-                last = now
-                progress({"event": "outcome_states", "players": hands[0].n_players, "done": done,
-                          "states": len(hands), "wall_s": now - t0, "left_s": (now - t0) / done * (len(hands) - done)})
+    finally:
+        pool.close()
     return out

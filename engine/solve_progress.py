@@ -1,13 +1,21 @@
-"""Readable lines for the progress events of a layer solve (see :func:`engine.tournament.solve_layer`)
-and of a model sweep's layer (see :func:`engine.model_strategies.solve_sweep`).
+"""Progress of the long loops and its readable lines: a layer solve (see
+:func:`engine.tournament.solve_layer`), a model sweep's layer (:func:`engine.model_strategies.solve_sweep`),
+a nemesis round (:func:`engine.best_response.ex_post`) and a profile's hand outcomes
+(:func:`engine.profile_outcomes.outcome_probabilities`).
 
-One wording for every place that shows a solve's progress: the solve and model assets' Dagster
-log and ``./lab bench solver --verbose``.
+One wording for every place that shows them: the assets' Dagster log and ``./lab bench solver``;
+one throttle for the states-done events of the last three (:func:`states_done_events`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
 from engine.tournament import HELD_SLACK
+
+T = TypeVar("T")
 
 
 def layer_log_line(event: dict) -> tuple[str, str] | None:
@@ -39,6 +47,25 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
                         f"{event['wall_s']:.0f} s")
     return None
+
+
+def states_done_events(results: Iterable[T], todo: int, progress: Callable[[dict], None] | None, every: float,
+                       event: dict, done_before: int = 0, states: int | None = None,
+                       wall_before: float = 0.0) -> Iterator[T]:
+    """Pass on ``results`` (one per state, ``todo`` of them), sending ``progress`` the event
+    ``{**event, "done", "states", "wall_s", "left_s"}`` at most every ``every`` seconds, never after
+    the last: states done (``done_before`` finished earlier, e.g. read back from a checkpoint, plus
+    this run's), of ``states`` (default: all of them), seconds so far (``wall_before`` + this run's)
+    and an estimate of the seconds left at this run's rate. The one throttle of the sweeps', the
+    nemesis rounds' and the profile outcomes' long loops."""
+    t0 = last = time.perf_counter()
+    for count, item in enumerate(results, start=1):
+        yield item
+        now = time.perf_counter()
+        if progress is not None and now - last >= every and count < todo:
+            last = now
+            progress({**event, "done": done_before + count, "states": done_before + todo if states is None else states,
+                      "wall_s": wall_before + now - t0, "left_s": (now - t0) / count * (todo - count)})
 
 
 def duration(seconds: float) -> str:

@@ -129,11 +129,13 @@ def save_sweep_layer(folder: Path, label: str, n: int, layer: dict, keep_solvers
 
 
 def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand],
-                     tensors: SolverTensors) -> dict | None:
+                     tensors: SolverTensors, strategies: bool = True) -> dict | None:
     """The saved layer of sweep ``label``, None if absent: values, strategies, order_probs,
     exploitability, iterations, wall_s, and ``solvers``: the layer's solvers with their saved
     regrets while the sweep's solvers are kept, else None (none are built then: a 5-player layer's
-    solvers hold about 10 GiB)."""
+    solvers hold about 10 GiB). Without ``strategies`` the strategies and outcome probabilities
+    are left unread (empty lists): a sweep wanted only for its values and solvers, as the FGS
+    chain wants Harville's, skips most of the file (about 4 GiB of the 45-unit 5-player layer)."""
     results, solver_file = _paths(folder, label, n)
     if not results.exists():
         return None
@@ -147,9 +149,9 @@ def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand]
     if solver_file.exists():
         solvers = [HandSolver(h, tensors) for h in hands]
         restore_records(np.load(solver_file), solvers, None)
-    strategies, order_probs = _split_results(data)
+    kept, order_probs = _split_results(data) if strategies else ([], [])
     return {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
-            "wall_s": float(data["wall_s"]), "solvers": solvers, "strategies": strategies, "order_probs": order_probs}
+            "wall_s": float(data["wall_s"]), "solvers": solvers, "strategies": kept, "order_probs": order_probs}
 
 
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:
