@@ -161,7 +161,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     import dagster as dg
 
     from assets.definitions import ALL_ASSETS
-    from assets.resources import GameResource, WarehouseResource
+    from assets.resources import GameResource, WarehouseResource, build_dir
     from assets.ex_post import ex_post_equilibrium
     from assets.deviation import deviation_statistics
     from assets.fgs import fgs_strategies
@@ -198,7 +198,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     if not result.success:
         print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(1)
-    print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {repo / 'build' / 'site' / 'index.html'}")
+    print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {build_dir() / 'site' / 'index.html'}")
 
 
 def _has_overrides(args: argparse.Namespace) -> bool:

@@ -168,5 +168,7 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
                          "--warehouse", str(tmp_path / "lab.duckdb"))
     assert code == 0, err
     assert "built 'tiny'" in out
+    assert f"site: {tmp_path / 'build' / 'site' / 'index.html'}" in out  # where it was built, not build/ in the repo
+    assert (tmp_path / "build" / "site" / "index.html").is_file()
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err

@@ -72,6 +72,7 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                                    max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
                             FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
+    sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
     return f"""# Models vs equilibrium
 
 How far each equity model's payoffs are from the equilibrium payoffs of game `{game}`, over every
@@ -222,7 +223,9 @@ def simulation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         for s in seats:
             table.loc[m, s] = f"{roi.loc[m, s]:+.3f} ± {roi_se.loc[m, s]:.3f}"
     mean_roi = sim.groupby("model")["roi_pct"].mean().loc[models]
-    table.insert(0, "mean ROI % over seats", [f"{v:+.3f}" for v in mean_roi])
+    # the seats are independent runs, so the mean's standard error is sqrt(sum se²) / seats
+    mean_se = np.sqrt((roi_se ** 2).sum(axis=1)) / len(seats)
+    table.insert(0, "mean ROI % over seats", [f"{mean_roi[m]:+.3f} ± {mean_se[m]:.3f}" for m in models])
     places = len(sim["finishing"].iloc[0])
     fin = sim.groupby("model")["finishing"].apply(lambda col: np.mean(np.stack(col.to_numpy()), axis=0)).loc[models]
     fin_table = pd.DataFrame(np.stack(fin.to_numpy()), index=models, columns=[f"P{q}" for q in range(1, places + 1)])
@@ -234,7 +237,7 @@ def simulation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     depth = depth.merge(mapd, on="model").sort_values("depth")
     matches = con.execute("""SELECT model_a, model_b, avg(roi_a_pct) AS mean_roi_a_pct, avg(roi_b_pct) AS mean_roi_b_pct,
                                     sqrt(sum(roi_a_se_pct ^ 2)) / count(*) AS roi_a_se_pct, count(*) AS seatings,
-                                    sum(tournaments) AS tournaments
+                                    sum(tournaments)::BIGINT AS tournaments
                              FROM direct_matches WHERE game = ? GROUP BY ALL""", [game]).df()
     T, hands = int(sim["tournaments"].iloc[0]), float(sim["mean_hands"].mean())
     start = ", ".join(map(str, cfg["start"]))
