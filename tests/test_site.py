@@ -172,6 +172,22 @@ def test_model_pages_show_the_warehouse_numbers(tiny_build):
     assert f"{gain:.5f}" in (tiny_build["site"] / "ex-post.html").read_text()
 
 
+def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
+    """The hero's mean ROI over the seats comes with its standard error (the seats are independent
+    runs: sqrt(sum se²) / seats), and the direct matches' tournament counts print as whole numbers."""
+    import duckdb
+    import numpy as np
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    roi, se = con.execute("""SELECT list(roi_pct), list(roi_se_pct) FROM simulation
+                             WHERE game = 'tiny' AND model = 'weitzman'""").fetchone()
+    html = (tiny_build["site"] / "simulation.html").read_text()
+    assert f"<td>weitzman</td>\n<td>{np.mean(roi):+.3f} ± {np.sqrt(np.sum(np.square(se))) / len(se):.3f}</td>" in html
+    matches = con.execute("""SELECT sum(tournaments) FROM direct_matches WHERE game = 'tiny' AND model_a = 'roberts'
+                             AND model_b = 'harville'""").fetchone()[0]
+    assert f"<td>{matches}</td>" in html
+
+
 def test_every_model_line_gets_its_own_colour():
     """Charts with all models in one panel: no two models share a colour (the FGS depths once all
     drew in the same purple), and the FGS-d ramp gets darker with depth."""
