@@ -157,7 +157,10 @@ def cmd_build(args: argparse.Namespace) -> None:
     cfg = _config_from_args(args)
     repo = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():  # as ./lab does: no telemetry, and no welcome banner in the log
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     import dagster as dg
 
     from assets.definitions import ALL_ASSETS

@@ -172,3 +172,5 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert (tmp_path / "build" / "site" / "index.html").is_file()
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
+    assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
+    assert (tmp_path / "dagster" / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
