@@ -202,6 +202,8 @@ def cmd_build(args: argparse.Namespace) -> None:
         print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(1)
     print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {build_dir() / 'site' / 'index.html'}")
+    if cfg_file:  # the game's fields as a config file: `jamfold state --config` and `dagster dev` read it
+        print(f"its config: {cfg_file}")
 
 
 def _has_overrides(args: argparse.Namespace) -> bool:
@@ -220,7 +222,7 @@ def _config_from_args(args: argparse.Namespace):
 
 def _write_config(cfg, repo: Path) -> Path:
     """Persist an ad-hoc config so Dagster (and a later `dagster dev`) can reload exactly it."""
-    path = repo / ".dagster_home" / "configs" / f"{cfg.name}.toml"
+    path = Path(os.environ.get("DAGSTER_HOME", repo / ".dagster_home")) / "configs" / f"{cfg.name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for k, v in cfg.to_dict().items():

@@ -170,6 +170,12 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert "built 'tiny'" in out
     assert f"site: {tmp_path / 'build' / 'site' / 'index.html'}" in out  # where it was built, not build/ in the repo
     assert (tmp_path / "build" / "site" / "index.html").is_file()
+    # the game's config, written under DAGSTER_HOME for `jamfold state --config` and `dagster dev`
+    from engine.config import load_config
+
+    written = tmp_path / "dagster" / "configs" / "tiny.toml"
+    assert f"its config: {written}" in out
+    assert load_config(written) == load_config(config)
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
     assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
