@@ -34,7 +34,6 @@ Units: values and gains in $.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -102,7 +101,6 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         wall time).
     """
     m, n = values.shape
-    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     W = values.copy()
     log: list[dict] = []
     base_probs: list[np.ndarray | None] = [None] * m

@@ -20,7 +20,6 @@ Values are in $, exploitability in $ (largest best-response gain in the hand, â‰
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -141,7 +140,6 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     and a layer already saved is read back instead of solved (:mod:`engine.sweep_checkpoint`);
     without ``read_strategies`` a layer read back brings no strategies nor outcome probabilities.
     """
-    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
     pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
     try:

@@ -13,7 +13,6 @@ the 45-unit 5-player layer's 135,751 states take about 13–16 minutes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -39,7 +38,6 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
     """
     if not hands:
         return []
-    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     pool = SolverPool(threads, largest_hand(hands))
 
     def one(s: int) -> np.ndarray:

@@ -103,10 +103,11 @@ def compile_game(units: int, players: int, payouts: tuple[float, ...]
 
 
 class SolverPool:
-    """Threads with one workspace each (the numba kernels release the GIL)."""
+    """Threads with one workspace each (the numba kernels release the GIL); ``threads=None`` means
+    NUMBA_NUM_THREADS (all cores unless set)."""
 
-    def __init__(self, threads: int, hand: CompiledHand):
-        self.threads = max(1, threads)
+    def __init__(self, threads: int | None, hand: CompiledHand):
+        self.threads = max(1, threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1)))
         self.local = threading.local()
         self.template = hand
         self.executor = ThreadPoolExecutor(self.threads)
@@ -409,7 +410,6 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     one, the states finished every ``checkpoint_every`` seconds (see :mod:`engine.checkpoint`),
     and resumes from there: an interrupt loses at most that much work.
     """
-    threads = threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     slack = SOLVE_SLACK.get(n, 1.0)
     t_start = time.perf_counter()
     stacks, hands = compile_layer(units, n, payouts)
