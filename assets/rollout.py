@@ -85,14 +85,18 @@ def hand_classes(warehouse: WarehouseResource) -> dg.MaterializeResult:
                                            metadata={"rows": n, "combos": int(combos)})])
 
 
-def _build_metadata(table, rollout_id: str, reused: bool, con, sql: str) -> dict:
+def _build_metadata(rollout_id: str, kind: str, reused: bool, con, sql: str) -> dict:
+    """The table's build record as it is stored in `rollout_tables` (a reused table shows how it was built)."""
+    mode, boards, precision, rows, wall_s = con.execute(
+        "SELECT mode, boards_per_matchup, precision, rows, wall_s FROM rollout_tables WHERE rollout = ? AND kind = ?",
+        [rollout_id, kind]).fetchone()
     return {
         "rollout": rollout_id,
-        "rows": len(table.a) if table is not None else con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0],
-        "mode": table.mode if table is not None else rollout_id.split("-")[0],
-        "boards_per_matchup": (table.boards_per_matchup or 0) if table is not None else 0,
-        "precision (max std error)": float(table.precision) if table is not None else dg.MetadataValue.text("see rollout_tables"),
-        "wall_s": round(float(table.wall_s), 2) if table is not None else 0.0,
+        "rows": int(rows),
+        "mode": mode,
+        "boards_per_matchup": int(boards) if mode == "sampled" else dg.MetadataValue.text("every board (exact)"),
+        "precision (max std error)": float(precision),
+        "build_wall_s": round(float(wall_s), 2),
         "reused_existing": reused,
         "preview": dg.MetadataValue.md(db.preview_markdown(con, sql, limit=8)),
     }
@@ -118,7 +122,7 @@ def rollout_pairs(context: dg.AssetExecutionContext, config: RolloutConfig, game
         if table is not None:
             write_pair_table(con, rollout_id, table)
         sql = f"SELECT * FROM pair_equities WHERE rollout = '{rollout_id}' ORDER BY weight DESC"
-        meta = _build_metadata(table, rollout_id, bool(reuse), con, sql)
+        meta = _build_metadata(rollout_id, "pairs", bool(reuse), con, sql)
         check = _check_pairs(con, rollout_id)
     return dg.MaterializeResult(metadata=meta, check_results=[check])
 
@@ -158,7 +162,7 @@ def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, ga
         if table is not None:
             write_triple_table(con, rollout_id, table)
         sql = f"SELECT * FROM rollout_triples WHERE rollout = '{rollout_id}' AND weight > 0 ORDER BY weight DESC"
-        meta = _build_metadata(table, rollout_id, bool(reuse), con, sql)
+        meta = _build_metadata(rollout_id, "triples", bool(reuse), con, sql)
         check = _check_triples(con, rollout_id)
     return dg.MaterializeResult(metadata=meta, check_results=[check])
 

@@ -90,6 +90,13 @@ def test_rematerialize_reuses_complete_tables(tiny_build):
         "warehouse": WarehouseResource(path=str(tiny_build["warehouse"]))})
     meta = result.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
     assert meta["reused_existing"].value is True
+    # a reused table reports how it was built (its record in rollout_tables), not zeros
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    boards, precision, wall_s = con.execute("SELECT boards_per_matchup, precision, wall_s FROM rollout_tables "
+                                            "WHERE kind = 'pairs'").fetchone()
+    assert (meta["rows"].value, meta["boards_per_matchup"].value) == (14_365, boards) and boards > 0
+    assert meta["precision (max std error)"].value == precision > 0
+    assert meta["build_wall_s"].value == round(wall_s, 2) > 0
 
 
 def test_readme_queries_run(tiny_build):
