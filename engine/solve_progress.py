@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from engine.tournament import HELD_SLACK
-
 T = TypeVar("T")
 
 
@@ -41,7 +39,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
                            f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
                            f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
-                           f"{HELD_SLACK:g} times as exploitable, and the layer's exploitability check reports "
+                           f"{event['held_slack']:g} times as exploitable, and the layer's exploitability check reports "
                            f"it if it ends above gamma")
     if kind == "block_saved":
         return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
@@ -56,16 +54,27 @@ def states_done_events(results: Iterable[T], todo: int, progress: Callable[[dict
     ``{**event, "done", "states", "wall_s", "left_s"}`` at most every ``every`` seconds, never after
     the last: states done (``done_before`` finished earlier, e.g. read back from a checkpoint, plus
     this run's), of ``states`` (default: all of them), seconds so far (``wall_before`` + this run's)
-    and an estimate of the seconds left at this run's rate. The one throttle of the sweeps', the
-    nemesis rounds' and the profile outcomes' long loops."""
+    and, from the second state on, an estimate of the seconds left (:func:`seconds_left`). The one
+    throttle of the sweeps', the nemesis rounds' and the profile outcomes' long loops."""
     t0 = last = time.perf_counter()
+    first = None
     for count, item in enumerate(results, start=1):
         yield item
         now = time.perf_counter()
+        first = now if first is None else first
         if progress is not None and now - last >= every and count < todo:
             last = now
-            progress({**event, "done": done_before + count, "states": done_before + todo if states is None else states,
-                      "wall_s": wall_before + now - t0, "left_s": (now - t0) / count * (todo - count)})
+            tick = {**event, "done": done_before + count, "states": done_before + todo if states is None else states,
+                    "wall_s": wall_before + now - t0}
+            progress(tick | seconds_left(now - first, count - 1, todo - count))
+
+
+def seconds_left(since_first: float, done_since_first: int, left: int) -> dict:
+    """``{"left_s": …}``, the seconds the ``left`` states will take at the rate of those finished
+    since the first one, or ``{}`` before a second one has finished. The first state's time is left
+    out because it holds the run's start-up (numba's compile, reading tables): counted in, it made a
+    2-player layer that took seconds read "about 33 min left" after its first state."""
+    return {"left_s": since_first / done_since_first * left} if done_since_first > 0 else {}
 
 
 def duration(seconds: float) -> str:

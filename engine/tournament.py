@@ -44,6 +44,7 @@ from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import evaluate_layer
+from engine.solve_progress import seconds_left
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -150,19 +151,21 @@ class _Ticker:
         self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, m, every
         self.count = self.start = done
         self.t0 = self.last = time.perf_counter()
+        self.first: float | None = None
         self.lock = threading.Lock()
 
     def tick(self) -> None:
         with self.lock:
             self.count += 1
             now = time.perf_counter()
+            self.first = now if self.first is None else self.first
             if self.progress is None or now - self.last < self.every or self.count == self.m:
                 return
             self.last = now
             count = self.count
         self.progress({"event": "states", "players": self.n, "outer_iteration": self.outer, "done": count,
-                       "states": self.m, "wall_s": now - self.t0,
-                       "left_s": (now - self.t0) / (count - self.start) * (self.m - count)})
+                       "states": self.m, "wall_s": now - self.t0}
+                      | seconds_left(now - self.first, count - self.start - 1, self.m - count))
 
 
 RESTART_WEIGHT: float | None = 2.0
@@ -510,7 +513,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                         if progress and cap == max_iterations:  # (a loose level's cap is routine)
                             progress({"event": "uncertified", "players": n, "outer_iteration": outer + 1,
                                       "stacks": [int(x) for x in stacks[s]], "exploitability": float(e),
-                                      "target": float(target), "cfr_iterations": int(its)})
+                                      "target": float(target), "cfr_iterations": int(its),
+                                      "held_slack": HELD_SLACK})
                     else:
                         ledger.held_target[s], ledger.held_exploitability[s] = np.inf, 0.0
                 solver.keep_margins(ws)  # the workspace holds the certified profile's evaluation

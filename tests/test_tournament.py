@@ -637,3 +637,28 @@ def test_outcome_probabilities_of_the_stored_profile_are_the_solves(tiny_tensors
             np.testing.assert_allclose(one[s], layer.order_probs[s], atol=1e-12)
         np.testing.assert_allclose(evaluate_layer(layer.hands, one, n, lower), layer.values, atol=1e-9)
         lower[n] = layer.values
+
+
+def test_time_left_leaves_out_the_first_state(monkeypatch):
+    """The estimate of the time left within an outer iteration (and a sweep's, a nemesis round's)
+    runs at the rate of the states finished after the first: the first holds numba's compile. A
+    scripted clock: the first state 100 s, then 1 s each. Counted in, the first state made a layer
+    of seconds read "about 33 min left"."""
+    import engine.solve_progress as sp
+    from engine import tournament
+
+    clock = iter([0.0] + [100.0 + k for k in range(20)])
+    monkeypatch.setattr(sp.time, "perf_counter", lambda: next(clock))
+    events = []
+    list(sp.states_done_events(range(20), 20, events.append, every=0.0, event={"event": "x"}))
+    assert "left_s" not in events[0] and events[0]["done"] == 1
+    assert [e["left_s"] for e in events[1:]] == [1.0 * (20 - e["done"]) for e in events[1:]]
+
+    clock = iter([0.0] + [100.0 + k for k in range(20)])
+    monkeypatch.setattr(tournament.time, "perf_counter", lambda: next(clock))
+    ticks = []
+    ticker = tournament._Ticker(ticks.append, n=4, outer=1, m=20, every=0.0)
+    for _ in range(20):
+        ticker.tick()
+    assert "left_s" not in ticks[0] and ticks[0]["wall_s"] == 100.0
+    assert [e["left_s"] for e in ticks[1:]] == [1.0 * (20 - e["done"]) for e in ticks[1:]]
