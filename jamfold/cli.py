@@ -253,10 +253,13 @@ def cmd_state(args: argparse.Namespace) -> None:
             raise UsageError(f"--stacks: the {n}-player layer of game '{cfg.name}' is not solved yet (materialize solve_{n}p)")
         icm = [v for (v,) in con.execute("SELECT payoff FROM model_payoffs WHERE game = ? AND model = 'harville' AND players = ? "
                                          "AND state_id = ? ORDER BY position", [cfg.name, n, sid]).fetchall()]
-        fin = np.zeros((n, n))
-        for p, q, prob in con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
-                                      "AND state_id = ?", [cfg.name, n, sid]).fetchall():
-            fin[p, q - 1] = prob
+        rows = con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
+                           "AND state_id = ?", [cfg.name, n, sid]).fetchall()
+        fin = None  # not computed yet: the layer is solved but finishing_probabilities not materialized
+        if rows:
+            fin = np.zeros((n, n))
+            for p, q, prob in rows:
+                fin[p, q - 1] = prob
         expl = con.execute("SELECT exploitability FROM state_quality WHERE game = ? AND players = ? AND state_id = ?",
                            [cfg.name, n, sid]).fetchone()[0]
         nodes = con.execute("SELECT actor_name, jammed_before, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
@@ -266,12 +269,17 @@ def cmd_state(args: argparse.Namespace) -> None:
                  for actor, before, jam in nodes]
     if args.json:
         print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "equilibrium": eq, "icm": icm,
-                          "finishing": fin.tolist(), "exploitability": expl, "nodes": node_list}))
+                          "finishing": None if fin is None else fin.tolist(), "exploitability": expl,
+                          "nodes": node_list}))
         return
     print(f"game '{cfg.name}': stacks {stacks} (units; SB = 1, BB = 2), exploitability of the hand {expl:.2e} $")
-    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9} " + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n)))
+    places = "" if fin is None else " " + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n))
+    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9}" + places)
     for p in range(n):
-        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {icm[p]:>9.4f} " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n)))
+        probs = "" if fin is None else " " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n))
+        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {icm[p]:>9.4f}" + probs)
+    if fin is None:
+        print("finishing probabilities: not computed yet (materialize finishing_probabilities)")
     for node in node_list:
         before = ", ".join(node["jammed_before"]) or "nobody"
         pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
@@ -330,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     g2.add_argument("--config")
     st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS", help="stacks in acting order, e.g. 1 41 3")
     st.add_argument("--warehouse", default=None)
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--json", action="store_true",
+                    help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
+                         "places; null until finishing_probabilities is materialized), exploitability ($), nodes")
     st.set_defaults(func=cmd_state)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")

@@ -118,6 +118,27 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     assert code == 0 and "BU after nobody jammed" in out
 
 
+def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):
+    """A layer solved but `finishing_probabilities` not yet materialized (a long build under way):
+    `jamfold state` says the probabilities are not computed, instead of printing zeros for them."""
+    import shutil
+
+    import duckdb
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    args = ("state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1", "--warehouse", str(warehouse))
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and " P1     P2     P3" in out and "not computed" not in out
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM finishing WHERE game = 'tiny'")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["finishing"] is None
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "finishing probabilities: not computed yet (materialize finishing_probabilities)" in out
+    assert "P1" not in out and "BU after nobody jammed" in out
+
+
 def _record(level, message, kind=None, step="solve_3p", data=None):
     import logging
 
