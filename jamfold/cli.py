@@ -183,11 +183,14 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    equilibrium = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, model_strategies, fgs_strategies,
-                   deviation_statistics, ex_post_models, simulations]
-    selection = [a for a in ALL_ASSETS if a not in equilibrium] if args.skip_solve else ALL_ASSETS
+    models = [model_strategies, fgs_strategies, deviation_statistics, ex_post_models, simulations]
+    left_out = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, *models] if args.skip_solve \
+        else models if args.skip_models else []
+    selection = [a for a in ALL_ASSETS if a not in left_out]
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
+    elif args.skip_models:
+        print("(model analyses skipped: --skip-models; the same command without it goes on with them)", file=sys.stderr)
     from jamfold.progress import BuildProgress, build_logger
 
     progress = BuildProgress(total=len(selection))
@@ -356,9 +359,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
     b.add_argument("--simulation-seed", type=int)
     b.add_argument("--warehouse", default=None)
-    b.add_argument("--skip-solve", action="store_true",
-                   help="leave out the equilibrium and everything measured against it (solves, ex post, model strategies); "
-                        "the full games' solves take hours")
+    skip = b.add_mutually_exclusive_group()
+    skip.add_argument("--skip-solve", action="store_true",
+                      help="leave out the equilibrium and everything measured against it (solves, ex post, model "
+                           "strategies); the full games' solves take hours")
+    skip.add_argument("--skip-models", action="store_true",
+                      help="build the equilibrium and its pages (solves, finishing probabilities, its ex post check) "
+                           "but leave out the model analyses (model sweeps, deviations, their ex post checks, "
+                           "simulations), which take most of a full game's time")
     b.set_defaults(func=cmd_build)
     return p
 

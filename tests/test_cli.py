@@ -201,3 +201,38 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
     assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
     assert (tmp_path / "dagster" / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+
+
+def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
+    """`jamfold build --skip-models`: the equilibrium, its checks and its pages, no model analysis
+    (for the `thesis` game: the equilibrium's pages after its solve, not after the 140-175 h of model
+    sweeps). The same command without the flag then goes on with the models, the solve read back."""
+    import duckdb
+    from conftest import TINY_TOML
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TOML)
+    for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
+        (tmp_path / sub).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    args = ("build", "--config", str(config), "--warehouse", str(tmp_path / "lab.duckdb"))
+    code, _, err = run(capsys, *args, "--skip-models", "--skip-solve")
+    assert code == 2 and "not allowed with argument" in err
+    code, out, err = run(capsys, *args, "--skip-models")
+    assert code == 0, err
+    assert "(model analyses skipped: --skip-models" in err and "solve_3p - " in err and "model_strategies" not in err
+    site = tmp_path / "build" / "site"
+    assert (site / "solve-quality.html").is_file() and (site / "push-fold.html").is_file()
+    assert not (site / "models.html").exists() and not (site / "simulation.html").exists()
+
+    def count(table: str) -> int:
+        with duckdb.connect(str(tmp_path / "lab.duckdb"), read_only=True) as con:
+            return con.execute(f"SELECT count(*) FROM {table} WHERE game = 'tiny'").fetchone()[0]
+
+    assert count("equilibrium_values") and count("finishing") and count("nemesis_values")
+    assert count("model_nodes") == count("simulation") == 0
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert "read back solved from its checkpoint" in err and "model_strategies - " in err
+    assert count("model_nodes") and count("simulation")
+    assert (site / "models.html").is_file() and (site / "simulation.html").is_file()
