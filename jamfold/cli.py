@@ -159,8 +159,9 @@ def cmd_build(args: argparse.Namespace) -> None:
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():  # as ./lab does: no telemetry, and no welcome banner in the log
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    from jamfold.progress import write_instance_config
+
+    write_instance_config(home)  # as ./lab does
     import dagster as dg
 
     from assets.definitions import ALL_ASSETS
@@ -201,6 +202,9 @@ def cmd_build(args: argparse.Namespace) -> None:
             instance=dg.DagsterInstance.get(), raise_on_error=False, run_config={"loggers": {"build": {}}})
     finally:
         progress.finish()
+    if progress.interrupted:
+        print("jamfold: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
+        raise SystemExit(130)
     if not result.success:
         print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(1)

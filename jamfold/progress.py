@@ -13,10 +13,36 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
 import dagster as dg
 from tqdm import tqdm
+
+
+INTERRUPTED = "DagsterExecutionInterruptedError"
+"""The error class of a step that Ctrl-C (SIGINT) interrupted."""
+
+DAGSTER_YAML = """telemetry:
+  enabled: false
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+"""
+"""The instance config written into a new DAGSTER_HOME (``./lab`` writes the same). No telemetry
+(and no welcome banner in the log). No compute-log capture: the default manager copies the build's
+stdout and stderr into files and back through ``tail`` processes, which printed two tracebacks on
+Ctrl-C and lost the last lines before it; the assets' messages are in the event log anyway."""
+
+OLD_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+"""What earlier builds wrote: replaced by :data:`DAGSTER_YAML` (a user's own config is left alone)."""
+
+
+def write_instance_config(home: Path) -> None:
+    """Write :data:`DAGSTER_YAML` into DAGSTER_HOME ``home`` unless it holds a config of its own."""
+    path = home / "dagster.yaml"
+    if not path.exists() or path.read_text() == OLD_DAGSTER_YAML:
+        path.write_text(DAGSTER_YAML)
 
 
 class BuildProgress(logging.Handler):
@@ -30,6 +56,7 @@ class BuildProgress(logging.Handler):
                         disable=None if bar is None else not bar, bar_format="{desc}: {n}/{total} {bar} "
                         "[{elapsed}{postfix}]", dynamic_ncols=True, leave=True)
         self.failed: list[str] = []
+        self.interrupted = False  # Ctrl-C or SIGINT: Dagster records the running step as interrupted
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -44,8 +71,14 @@ class BuildProgress(logging.Handler):
             self.failed.append(step)
         data = getattr(event, "event_specific_data", None)
         level, message = record.levelno, meta.get("orig_message") or record.getMessage()
-        if kind == "STEP_FAILURE" and getattr(data, "error", None) is not None:
-            message = f"{message}\n{data.error.to_string().rstrip()}"  # what failed, and where
+        error = getattr(data, "error", None)
+        if kind == "STEP_FAILURE" and error is not None and error.cls_name == INTERRUPTED:
+            self.interrupted = True
+            level, message = logging.INFO, "interrupted"
+        elif kind == "RUN_FAILURE" and self.interrupted:
+            return  # "Execution was interrupted unexpectedly. …": the build says it in its own words
+        elif kind == "STEP_FAILURE" and error is not None:
+            message = f"{message}\n{error.to_string().rstrip()}"  # what failed, and where
         elif kind == "ASSET_CHECK_EVALUATION" and getattr(data, "passed", True) is False:
             shown = ", ".join(f"{k} = {getattr(v, 'value', v)}" for k, v in (data.metadata or {}).items())
             level, message = logging.WARNING, f"asset check '{data.check_name}' failed" + (f" ({shown})" if shown else "")

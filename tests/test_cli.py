@@ -165,7 +165,7 @@ def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     progress.emit(_record(logging.DEBUG, "check", "ASSET_CHECK_EVALUATION", step="site",
                           data=SimpleNamespace(passed=False, check_name="pages_exist", metadata={"missing": 2})))
     progress.emit(_record(logging.ERROR, 'Execution of step "site" failed.', "STEP_FAILURE", step="site",
-                          data=SimpleNamespace(error=SimpleNamespace(to_string=lambda: "OSError: disk full\n"))))
+                          data=SimpleNamespace(error=SimpleNamespace(cls_name="OSError", to_string=lambda: "OSError: disk full\n"))))
     assert progress.bar.n == 1 and progress.failed == ["site"]
     progress.finish()
     text = stream.getvalue()
@@ -200,7 +200,9 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
     assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
-    assert (tmp_path / "dagster" / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+    from jamfold.progress import DAGSTER_YAML
+
+    assert (tmp_path / "dagster" / "dagster.yaml").read_text() == DAGSTER_YAML
 
 
 def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
@@ -236,3 +238,88 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     assert "read back solved from its checkpoint" in err and "model_strategies - " in err
     assert count("model_nodes") and count("simulation")
     assert (site / "models.html").is_file() and (site / "simulation.html").is_file()
+
+
+def test_lab_and_the_build_write_one_dagster_yaml(tmp_path):
+    """./lab and `jamfold build` write one instance config into DAGSTER_HOME: into a new one, and over
+    the telemetry-only file that earlier versions wrote; a user's own config is left alone."""
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+
+    from jamfold.progress import DAGSTER_YAML, OLD_DAGSTER_YAML, write_instance_config
+
+    assert yaml.safe_load(DAGSTER_YAML)["compute_logs"]["class"] == "NoOpComputeLogManager"
+    lines = (Path(__file__).resolve().parent.parent / "lab").read_text().splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("if ") and "dagster.yaml" in x)
+    block = "\n".join(lines[start:lines.index("fi", start) + 1])
+    for before, after in ((None, DAGSTER_YAML), (OLD_DAGSTER_YAML, DAGSTER_YAML), ("mine: 1\n", "mine: 1\n")):
+        for writer in ("lab", "build"):
+            home = tmp_path / f"{writer}-{before is None}-{after == DAGSTER_YAML}"
+            home.mkdir()
+            if before is not None:
+                (home / "dagster.yaml").write_text(before)
+            if writer == "lab":
+                subprocess.run(["bash", "-c", block], env={"DAGSTER_HOME": str(home)}, check=True)
+            else:
+                write_instance_config(home)
+            assert (home / "dagster.yaml").read_text() == after, (writer, before)
+
+
+def test_build_progress_says_interrupted_without_the_run_failure():
+    """Ctrl-C: the running step reads 'interrupted' (no traceback of Dagster's interrupt error) and
+    the run's 'interrupted unexpectedly … treating as failure' line is left out."""
+    import io
+    import logging
+
+    from jamfold.progress import INTERRUPTED, BuildProgress
+
+    stream = io.StringIO()
+    progress = BuildProgress(total=3, stream=stream, bar=False)
+    progress.emit(_record(logging.INFO, "4-player layer, outer iteration 7: 1,824/13,244 states done"))
+    error = SimpleNamespace(cls_name=INTERRUPTED, to_string=lambda: "Traceback …\nDagsterExecutionInterruptedError\n")
+    progress.emit(_record(logging.ERROR, 'Execution of step "solve_3p" failed.', "STEP_FAILURE",
+                          data=SimpleNamespace(error=error)))
+    progress.emit(_record(logging.ERROR, 'Execution of run for "jamfold_build" failed. Execution was interrupted '
+                          "unexpectedly.", "RUN_FAILURE", step=None, data=SimpleNamespace(error=None)))
+    progress.finish()
+    text = stream.getvalue()
+    assert progress.interrupted and progress.failed == ["solve_3p"]
+    assert "solve_3p - interrupted" in text
+    assert "Traceback" not in text and "ERROR" not in text and "unexpectedly" not in text
+
+
+def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
+    """SIGINT (Ctrl-C) during a real `jamfold build`: exit status 130, one line saying the finished
+    work is kept, no traceback (the compute-log watchers printed two before)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import TINY_TOML
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TOML)
+    env = {**os.environ}
+    for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
+        (tmp_path / sub).mkdir()
+        env[name] = str(tmp_path / sub)
+    log = tmp_path / "err.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", "from jamfold.cli import main; main()", "build", "--config",
+                                 str(config), "--warehouse", str(tmp_path / "lab.duckdb")],
+                                env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 300
+        while " solve_" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, log.read_text()  # still building when the first layer logs
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    text = log.read_text()
+    assert proc.returncode == 130, text
+    assert "jamfold: interrupted; finished work is kept, run the same command again to resume" in text
+    assert " - interrupted" in text and "Traceback" not in text and "build failed" not in text
+    assert "built 'tiny'" not in out
