@@ -19,7 +19,12 @@ from assets.model_analysis import model_names, model_strategies
 from assets.resources import GameResource, WarehouseResource
 from warehouse import db
 
-DEVIATION_CHECKS = ("every_model_compared_everywhere", "finishing_by_stack_sums_to_1")
+DEVIATION_CHECKS = {
+    "every_model_compared_everywhere": "every configured model has a payoff and an equilibrium value on every "
+                                       "(state, position), and no other model appears",
+    "finishing_by_stack_sums_to_1": "the average finishing probabilities of every (player count, stack) sum to 1 "
+                                    "over the places (within 1e-9)",
+}
 
 
 def _headline(con, game: str) -> pd.DataFrame:
@@ -56,7 +61,8 @@ def _largest_deviations(con, game: str) -> pd.DataFrame:
 
 
 @dg.asset(group_name="analysis", kinds={"duckdb"}, deps=[model_strategies, fgs_strategies, finishing_probabilities],
-          check_specs=[dg.AssetCheckSpec(c, asset="deviation_statistics", blocking=True) for c in DEVIATION_CHECKS],
+          check_specs=[dg.AssetCheckSpec(c, asset="deviation_statistics", blocking=True, description=d)
+                       for c, d in DEVIATION_CHECKS.items()],
           description="How far each model's payoffs are from the equilibrium (SPEC §7.3–7.4): views `model_values` "
                       "(every model's payoff per state and position next to the equilibrium's, plain and "
                       "position-averaged), `deviation_summary` (MAPD, MAD, min/max, overall and per player count) "

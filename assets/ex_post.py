@@ -22,7 +22,11 @@ from engine.tournament import compile_layer
 from warehouse import db
 
 PROFILE = "equilibrium"
-CHECKS = ("nemesis_at_least_profile", "policy_iteration_converged")
+CHECKS = {
+    "nemesis_at_least_profile": "the nemesis gains at least 0 over the profile in every (state, seat) (within 1e-8 $): "
+                                "a best response never does worse",
+    "policy_iteration_converged": "the nemesis' values solve his Bellman equation (largest residual within 1e-8 $)",
+}
 
 
 def read_strategies(con, game: str, n: int, m: int, model: str | None = None) -> list[np.ndarray]:
@@ -64,7 +68,8 @@ def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
 
 
 @dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=[dg.AssetCheckSpec(c, asset="ex_post_equilibrium", blocking=True) for c in CHECKS],
+          check_specs=[dg.AssetCheckSpec(c, asset="ex_post_equilibrium", blocking=True, description=d)
+                       for c, d in CHECKS.items()],
           description="Tournament exploitability of the equilibrium: a nemesis best-responds over the whole remaining "
                       "tournament (policy iteration over state × seat). Table `nemesis_values`, summary view `ex_post`.")
 def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,

@@ -25,7 +25,11 @@ from engine.sweep_checkpoint import drop_solvers
 from engine.tournament import compile_game
 from warehouse import db
 
-FGS_CHECKS = ("every_state_within_gamma", "fgs_values_sum_to_open_prizes")
+FGS_CHECKS = {
+    "every_state_within_gamma": "every state's hand solved to gamma $ at every FGS depth",
+    "fgs_values_sum_to_open_prizes": "every depth's values of every state sum to the prizes of the places still "
+                                     "open (within 1e-6 $)",
+}
 
 
 def fgs_frame(values: list[dict[int, np.ndarray]]) -> pd.DataFrame:
@@ -51,7 +55,8 @@ def _open_prize_error(con, cfg: GameConfig) -> float:
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies],
-          check_specs=[dg.AssetCheckSpec(c, asset="fgs_strategies", blocking=True) for c in FGS_CHECKS],
+          check_specs=[dg.AssetCheckSpec(c, asset="fgs_strategies", blocking=True, description=d)
+                       for c, d in FGS_CHECKS.items()],
           description="Future Game Simulation (SPEC §7.2): FGS-1 … FGS-D (D = fgs_depth), each depth's sweep "
                       "solving every state's hand to gamma with successors valued by the previous depth, from "
                       "Harville up, continuing the previous depth's solvers. Tables `fgs_values` and the FGS rows "

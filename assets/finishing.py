@@ -28,7 +28,12 @@ from engine.solve_progress import outcome_log_line
 from engine.tournament import compile_layer
 from warehouse import db
 
-CHECKS = ("finishing_probabilities_sum_to_1", "finishing_gives_back_the_values")
+CHECKS = {
+    "finishing_probabilities_sum_to_1": "over the places of every (state, position) and over the positions of every "
+                                        "(state, place), within 1e-6",
+    "finishing_gives_back_the_values": "Σ place probability × payout equals the stored equilibrium value of every "
+                                       "(state, position) within 1e-6 $: the warehouse's strategies are the solve's",
+}
 
 
 def finishing_rows(fin: np.ndarray) -> pd.DataFrame:
@@ -60,7 +65,8 @@ def _errors(con, cfg: GameConfig) -> tuple[float, float]:
 
 
 @dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=[dg.AssetCheckSpec(c, asset="finishing_probabilities", blocking=True) for c in CHECKS],
+          check_specs=[dg.AssetCheckSpec(c, asset="finishing_probabilities", blocking=True, description=d)
+                       for c, d in CHECKS.items()],
           description="The equilibrium's finishing probabilities (SPEC §6): for every (state, position) the "
                       "probability of each place, by the policy evaluation of the stored strategies with unit prize "
                       "vectors, layer by layer. Table `finishing`. Checks that they give back the solve's values.")

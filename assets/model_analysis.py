@@ -135,7 +135,8 @@ def max_sweep_exploitability(con, cfg: GameConfig, models: list[str]) -> float:
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[equity_model_tables, *LAYER_ASSETS],
-          check_specs=[dg.AssetCheckSpec("every_state_within_gamma", asset="model_strategies", blocking=True)],
+          check_specs=[dg.AssetCheckSpec("every_state_within_gamma", asset="model_strategies", blocking=True,
+                                         description="every state's hand solved to gamma $ in every model's sweep")],
           description="The ICM family's strategy profiles (SPEC §7.1): every state's hand solved with CFR+ to gamma "
                       "with successors valued by Harville, Weitzman or Roberts. Tables `model_nodes`, "
                       "`model_sweeps`; view `model_jam`. Harville's solvers stay in the sweep checkpoint for "

@@ -29,7 +29,9 @@ from warehouse import db
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, ex_post_equilibrium],
-          check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True)],
+          check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True,
+                                         description="for every model, the nemesis gains at least 0 over the profile in "
+                                                     "every (state, seat) (within 1e-8 $)")],
           description="Ex post check of every model's strategy profile (SPEC §7.5): the profile's exact values when "
                       "everybody plays it, and a nemesis best-responding over the whole tournament. Rows in "
                       "`nemesis_values` with profile = model; summary in the `ex_post` view.")

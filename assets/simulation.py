@@ -28,11 +28,18 @@ from engine.simulation import ShowdownSampler, compact_profile, direct_match, pa
 from engine.states import enumerate_states
 from warehouse import db
 
-CHECKS = ("equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool")
+CHECKS = {
+    "equilibrium_matches_its_values": "the all-equilibrium table's simulated mean payoff is within 4 standard errors "
+                                      "of the policy-evaluated start value, every position",
+    "direct_match_payoffs_sum_to_prize_pool": "in every seating of every direct match the two sides' ROIs, weighted "
+                                              "by their seats, sum to 0 (within 1e-6 %): the payoffs sum to the "
+                                              "prize pool",
+}
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset, fgs_strategies],
-          check_specs=[dg.AssetCheckSpec(c, asset="simulations", blocking=True) for c in CHECKS],
+          check_specs=[dg.AssetCheckSpec(c, asset="simulations", blocking=True, description=d)
+                       for c, d in CHECKS.items()],
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
                       "the others on the equilibrium, per starting position (table `simulation`, with the equilibrium "
                       "itself as the control), and every model against Harville over all seatings (`direct_matches`).")

@@ -28,7 +28,12 @@ from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
-LAYER_CHECKS = ("values_sum_to_open_prizes", "exploitability_within_gamma")
+LAYER_CHECKS = {
+    "values_sum_to_open_prizes": "every state's equilibrium values sum to the prizes of the places still open "
+                                 "(within 1e-6 $)",
+    "exploitability_within_gamma": "every state's hand is at most gamma $ exploitable under the layer's final "
+                                   "values (measured exactly); says how many states are over",
+}
 
 
 @lru_cache(maxsize=2)
@@ -124,7 +129,8 @@ def _layer_asset(n: int, previous):
     deps = [rollout_pairs, rollout_triples, game_states] + ([previous] if previous is not None else [])
 
     @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True) for c in LAYER_CHECKS],
+              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True, description=d)
+                           for c, d in LAYER_CHECKS.items()],
               description=f"PI-CFR+ equilibrium of the {n}-player layer: values (`equilibrium_values`), strategies "
                           f"(`equilibrium_nodes`, view `equilibrium_jam`), per-state exploitability (`state_quality`), "
                           f"outer-iteration log (`solve_log`). Resumable.")
