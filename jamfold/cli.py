@@ -159,7 +159,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    from jamfold.progress import write_instance_config
+    from jamfold.instance import write_instance_config
 
     write_instance_config(home)  # as ./lab does
     import dagster as dg

@@ -200,7 +200,7 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
     assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
-    from jamfold.progress import DAGSTER_YAML
+    from jamfold.instance import DAGSTER_YAML
 
     assert (tmp_path / "dagster" / "dagster.yaml").read_text() == DAGSTER_YAML
 
@@ -248,7 +248,7 @@ def test_lab_and_the_build_write_one_dagster_yaml(tmp_path):
 
     import yaml
 
-    from jamfold.progress import DAGSTER_YAML, OLD_DAGSTER_YAML, write_instance_config
+    from jamfold.instance import DAGSTER_YAML, OLD_DAGSTER_YAML, write_instance_config
 
     assert yaml.safe_load(DAGSTER_YAML)["compute_logs"]["class"] == "NoOpComputeLogManager"
     lines = (Path(__file__).resolve().parent.parent / "lab").read_text().splitlines()
