@@ -18,6 +18,8 @@ from typing import TextIO
 import dagster as dg
 from tqdm import tqdm
 
+EVENT = dg.DagsterEventType
+
 INTERRUPTED = "DagsterExecutionInterruptedError"
 """The error class of a step that Ctrl-C (SIGINT) interrupted."""
 
@@ -40,23 +42,23 @@ class BuildProgress(logging.Handler):
         event = meta.get("dagster_event")
         step = (event.step_key if event is not None else None) or meta.get("op_name") or ""
         kind = event.event_type_value if event is not None else None
-        if kind == "STEP_START":
+        if kind == EVENT.STEP_START.value:
             self.bar.set_postfix_str(step)
-        elif kind == "STEP_SUCCESS":
+        elif kind == EVENT.STEP_SUCCESS.value:
             self.bar.update(1)
-        elif kind == "STEP_FAILURE":
+        elif kind == EVENT.STEP_FAILURE.value:
             self.failed.append(step)
         data = getattr(event, "event_specific_data", None)
         level, message = record.levelno, meta.get("orig_message") or record.getMessage()
         error = getattr(data, "error", None)
-        if kind == "STEP_FAILURE" and error is not None and error.cls_name == INTERRUPTED:
+        if kind == EVENT.STEP_FAILURE.value and error is not None and error.cls_name == INTERRUPTED:
             self.interrupted = True
             level, message = logging.INFO, "interrupted"
-        elif kind == "RUN_FAILURE" and self.interrupted:
+        elif kind == EVENT.RUN_FAILURE.value and self.interrupted:  # (its value is "PIPELINE_FAILURE")
             return  # "Execution was interrupted unexpectedly. …": the build says it in its own words
-        elif kind == "STEP_FAILURE" and error is not None:
+        elif kind == EVENT.STEP_FAILURE.value and error is not None:
             message = f"{message}\n{error.to_string().rstrip()}"  # what failed, and where
-        elif kind == "ASSET_CHECK_EVALUATION" and getattr(data, "passed", True) is False:
+        elif kind == EVENT.ASSET_CHECK_EVALUATION.value and getattr(data, "passed", True) is False:
             shown = ", ".join(f"{k} = {getattr(v, 'value', v)}" for k, v in (data.metadata or {}).items())
             level, message = logging.WARNING, f"asset check '{data.check_name}' failed" + (f" ({shown})" if shown else "")
         if level >= logging.INFO:

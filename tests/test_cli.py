@@ -273,6 +273,8 @@ def test_build_progress_says_interrupted_without_the_run_failure():
     import io
     import logging
 
+    import dagster as dg
+
     from jamfold.progress import INTERRUPTED, BuildProgress
 
     stream = io.StringIO()
@@ -282,7 +284,8 @@ def test_build_progress_says_interrupted_without_the_run_failure():
     progress.emit(_record(logging.ERROR, 'Execution of step "solve_3p" failed.', "STEP_FAILURE",
                           data=SimpleNamespace(error=error)))
     progress.emit(_record(logging.ERROR, 'Execution of run for "jamfold_build" failed. Execution was interrupted '
-                          "unexpectedly.", "RUN_FAILURE", step=None, data=SimpleNamespace(error=None)))
+                          "unexpectedly.", dg.DagsterEventType.RUN_FAILURE.value, step=None,
+                          data=SimpleNamespace(error=None)))
     progress.finish()
     text = stream.getvalue()
     assert progress.interrupted and progress.failed == ["solve_3p"]
@@ -322,4 +325,5 @@ def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
     assert proc.returncode == 130, text
     assert "jamfold: interrupted; finished work is kept, run the same command again to resume" in text
     assert " - interrupted" in text and "Traceback" not in text and "build failed" not in text
+    assert "interrupted unexpectedly" not in text  # Dagster's run failure line, said in the build's words
     assert "built 'tiny'" not in out
