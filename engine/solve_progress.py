@@ -34,7 +34,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "info", head + (" read back solved from its checkpoint" if event["finished"]
                                else f" resumed after outer iteration {event['outer']}")
     if kind == "resumed_states":
-        return "info", f"{head}: {event['done']}/{event['states']} states already done before the interrupt"
+        return "info", f"{head}: {event['done']:,}/{event['states']:,} states already done before the interrupt"
     if kind == "uncertified":
         return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
                            f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
@@ -42,7 +42,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                            f"{event['held_slack']:g} times as exploitable, and the layer's exploitability check reports "
                            f"it if it ends above gamma")
     if kind == "block_saved":
-        return "info", (f"{head}: checkpoint of {event['states']} more states ({event['done']} done), "
+        return "info", (f"{head}: checkpoint of {event['states']:,} more states ({event['done']:,} done), "
                         f"{event['wall_s']:.0f} s")
     return None
 

@@ -500,6 +500,12 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
         assert text.startswith("3-player layer") and level == ("warning" if e["event"] == "uncertified" else "info")
         if e["event"] == "uncertified":
             assert str(e["stacks"]) in text and f"{e['exploitability']:.2e}" in text
+    assert layer_log_line({"event": "resumed_states", "players": 5, "outer_iteration": 1, "done": 12_345,
+                           "states": 135_751}) == ("info", "5-player layer, outer iteration 1: 12,345/135,751 states "
+                                                            "already done before the interrupt")
+    assert layer_log_line({"event": "block_saved", "players": 5, "outer_iteration": 1, "states": 1_234, "done": 12_345,
+                           "wall_s": 301.2}) == ("info", "5-player layer, outer iteration 1: checkpoint of 1,234 more "
+                                                         "states (12,345 done), 301 s")
     ticker = {"event": "states", "players": 3, "outer_iteration": 4, "done": 7, "states": 10, "wall_s": 16.0}
     assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 7/10 states done, 16 s")
     ticker = {**ticker, "done": 12_000, "states": 135_751, "wall_s": 1_500.0, "left_s": 30_000.0}
