@@ -153,8 +153,12 @@ def _layer_asset(n: int, previous):
 
         sol = solve_layer(cfg.units, n, cfg.payouts, cfg.gamma, tensors, lower_values,
                           checkpoint=checkpoint_dir(cfg), progress=progress)
+        context.log.info(f"{n}-player layer: writing its values, strategies, exploitability and log to the warehouse")
+        t_write = time.perf_counter()
         with warehouse.connect() as con:
             rows = write_layer(con, cfg, sol)
+            context.log.info(f"{n}-player layer: {sum(rows.values()):,} rows written in "
+                             f"{time.perf_counter() - t_write:.0f} s")
             checks = _check_layer(con, cfg, n)
             preview = db.preview_markdown(con, """
                 SELECT s.stacks, s.positions, list(round(v.value, 4) ORDER BY v.position) AS equilibrium

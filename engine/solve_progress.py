@@ -41,6 +41,13 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                            f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
                            f"{event['held_slack']:g} times as exploitable, and the layer's exploitability check reports "
                            f"it if it ends above gamma")
+    if kind == "preparing":
+        return "info", f"{head}: building the hand trees of its {event['states']:,} states"
+    if kind == "prepared":
+        return "info", f"{head}: {event['states']:,} states ready in {duration(event['wall_s'])}"
+    if kind == "measuring":
+        return "info", (f"{head}: solved; measuring exactly the {event['states']:,} states skipped or screened "
+                        f"in the last outer iteration")
     if kind == "block_saved":
         return "info", (f"{head}: checkpoint of {event['states']:,} more states ({event['done']:,} done), "
                         f"{event['wall_s']:.0f} s")

@@ -415,6 +415,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     """
     slack = SOLVE_SLACK.get(n, 1.0)
     t_start = time.perf_counter()
+    if progress:  # (the 45-unit 5-player layer's hands take minutes to build)
+        progress({"event": "preparing", "players": n, "states": states.n_states(units, n)})
     stacks, hands = compile_layer(units, n, payouts)
     m = len(hands)
     solvers = [HandSolver(h, tensors) for h in hands]
@@ -440,6 +442,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     order = np.array(heaviest_first(hands), dtype=np.int64)
     wave, source = warm_start_waves(stacks)
     converged = False
+    if progress:
+        progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:
         for outer in ([] if finished else range(start_outer, max_outer)):
             t0 = time.perf_counter()
@@ -582,7 +586,10 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 ws.forget()
                 ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
 
-            pool.map(measure, np.flatnonzero(ledger.skipped | ledger.screened))
+            last = np.flatnonzero(ledger.skipped | ledger.screened)
+            if progress and len(last):
+                progress({"event": "measuring", "players": n, "states": len(last)})
+            pool.map(measure, last)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:

@@ -490,7 +490,7 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
     solve_layer(max_outer=2, **args)
     solve_layer(max_outer=3, **args)  # resumes after outer iteration 2
     kinds = {e["event"] for e in events}
-    assert {"outer", "uncertified", "block_saved", "resumed"} <= kinds
+    assert {"outer", "uncertified", "block_saved", "resumed", "preparing", "prepared", "measuring"} <= kinds
     lines = [(e, layer_log_line(e)) for e in events]
     for e, line in lines:
         if e["event"] == "layer_done":
@@ -506,6 +506,8 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
     assert layer_log_line({"event": "block_saved", "players": 5, "outer_iteration": 1, "states": 1_234, "done": 12_345,
                            "wall_s": 301.2}) == ("info", "5-player layer, outer iteration 1: checkpoint of 1,234 more "
                                                          "states (12,345 done), 301 s")
+    assert layer_log_line({"event": "prepared", "players": 5, "states": 135_751, "wall_s": 150.0}) == \
+        ("info", "5-player layer: 135,751 states ready in 2 min")
     ticker = {"event": "states", "players": 3, "outer_iteration": 4, "done": 7, "states": 10, "wall_s": 16.0}
     assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 7/10 states done, 16 s")
     ticker = {**ticker, "done": 12_000, "states": 135_751, "wall_s": 1_500.0, "left_s": 30_000.0}

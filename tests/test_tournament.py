@@ -209,7 +209,7 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
     events.clear()
     again = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
                         progress=events.append)
-    assert [e["event"] for e in events] == ["resumed", "layer_done"] and events[0]["finished"]
+    assert [e["event"] for e in events] == ["preparing", "resumed", "prepared", "layer_done"] and events[1]["finished"]
     same(again, whole)
 
 
