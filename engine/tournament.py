@@ -26,6 +26,7 @@ same path, and a finished layer is read back without any work.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -87,10 +88,13 @@ def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
 def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.ndarray, list[CompiledHand]]:
     """All states of the n-player layer and their compiled hands."""
     stacks = states.enumerate_states(units, n)
+    # the layer's hands reach each successor state from many states (about 80 lookups per 5-player
+    # hand, under 150,000 distinct successors in the 45-unit game): ranking each once halves the build
+    successor_index = functools.lru_cache(maxsize=None)(states.state_index)
     hands = []
     for row in stacks:
         key = tuple(int(x) for x in row)
-        hands.append(compile_hand(key, payouts, states.state_index, hand_tree(key, payouts)))
+        hands.append(compile_hand(key, payouts, successor_index, hand_tree(key, payouts)))
     return stacks, hands
 
 

@@ -662,3 +662,24 @@ def test_time_left_leaves_out_the_first_state(monkeypatch):
         ticker.tick()
     assert "left_s" not in ticks[0] and ticks[0]["wall_s"] == 100.0
     assert [e["left_s"] for e in ticks[1:]] == [1.0 * (20 - e["done"]) for e in ticks[1:]]
+
+
+def test_compile_layer_ranks_successors_as_state_index_does():
+    """compile_layer ranks each successor state once (a cache over the layer): its hands are the
+    ones compiled with the plain, validating state_index."""
+    import dataclasses
+
+    from engine.game_tree import compile_hand
+    from engine.hand import hand_tree
+    from engine.states import state_index
+    from engine.tournament import compile_layer
+
+    payouts = (50.0, 30.0, 20.0)
+    stacks, hands = compile_layer(12, 4, payouts)
+    assert len(hands) == len(stacks) == 165
+    for row, hand in zip(stacks, hands):
+        key = tuple(int(x) for x in row)
+        plain = compile_hand(key, payouts, state_index, hand_tree(key, payouts))
+        for f in dataclasses.fields(plain):
+            a, b = getattr(plain, f.name), getattr(hand, f.name)
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, (key, f.name)
