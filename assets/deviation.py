@@ -16,7 +16,7 @@ import pandas as pd
 from assets.fgs import fgs_strategies
 from assets.finishing import finishing_probabilities
 from assets.model_analysis import model_names, model_strategies
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, blocking_checks
 from warehouse import db
 
 DEVIATION_CHECKS = {
@@ -61,8 +61,7 @@ def _largest_deviations(con, game: str) -> pd.DataFrame:
 
 
 @dg.asset(group_name="analysis", kinds={"duckdb"}, deps=[model_strategies, fgs_strategies, finishing_probabilities],
-          check_specs=[dg.AssetCheckSpec(c, asset="deviation_statistics", blocking=True, description=d)
-                       for c, d in DEVIATION_CHECKS.items()],
+          check_specs=blocking_checks("deviation_statistics", DEVIATION_CHECKS),
           description="How far each model's payoffs are from the equilibrium (SPEC §7.3–7.4): views `model_values` "
                       "(every model's payoff per state and position next to the equilibrium's, plain and "
                       "position-averaged), `deviation_summary` (MAPD, MAD, min/max, overall and per player count) "

@@ -12,7 +12,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
@@ -68,8 +68,7 @@ def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
 
 
 @dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=[dg.AssetCheckSpec(c, asset="ex_post_equilibrium", blocking=True, description=d)
-                       for c, d in CHECKS.items()],
+          check_specs=blocking_checks("ex_post_equilibrium", CHECKS),
           description="Tournament exploitability of the equilibrium: a nemesis best-responds over the whole remaining "
                       "tournament (policy iteration over state × seat). Table `nemesis_values`, summary view `ex_post`.")
 def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,

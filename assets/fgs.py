@@ -17,7 +17,7 @@ import pandas as pd
 
 from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, max_sweep_exploitability, model_strategies,
                                    store_sweep, sweep_checkpoint_dir, sweep_logger)
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.solve import equilibrium_tensors
 from engine.config import GameConfig
 from engine.model_strategies import Sweep, fgs_sweeps, model_values
@@ -55,8 +55,7 @@ def _open_prize_error(con, cfg: GameConfig) -> float:
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies],
-          check_specs=[dg.AssetCheckSpec(c, asset="fgs_strategies", blocking=True, description=d)
-                       for c, d in FGS_CHECKS.items()],
+          check_specs=blocking_checks("fgs_strategies", FGS_CHECKS),
           description="Future Game Simulation (SPEC §7.2): FGS-1 … FGS-D (D = fgs_depth), each depth's sweep "
                       "solving every state's hand to gamma with successors valued by the previous depth, from "
                       "Harville up, continuing the previous depth's solvers. Tables `fgs_values` and the FGS rows "

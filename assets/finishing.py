@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.config import GameConfig
@@ -65,8 +65,7 @@ def _errors(con, cfg: GameConfig) -> tuple[float, float]:
 
 
 @dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=[dg.AssetCheckSpec(c, asset="finishing_probabilities", blocking=True, description=d)
-                       for c, d in CHECKS.items()],
+          check_specs=blocking_checks("finishing_probabilities", CHECKS),
           description="The equilibrium's finishing probabilities (SPEC §6): for every (state, position) the "
                       "probability of each place, by the policy evaluation of the stored strategies with unit prize "
                       "vectors, layer by layer. Table `finishing`. Checks that they give back the solve's values.")

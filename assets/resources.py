@@ -52,3 +52,9 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
                              config_file=os.environ.get("JAMFOLD_CONFIG", "")),
         "warehouse": WarehouseResource(path=str(db.warehouse_path())),
     }
+
+
+def blocking_checks(asset: str, checks: dict[str, str]) -> list[dg.AssetCheckSpec]:
+    """Blocking check specs of ``asset`` from {check name: what it checks, with its tolerance}; the
+    Dagster UI shows the description beside each result."""
+    return [dg.AssetCheckSpec(name, asset=asset, blocking=True, description=text) for name, text in checks.items()]

@@ -20,7 +20,7 @@ from assets.ex_post import read_strategies
 from assets.model_analysis import model_names, strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.config import position_names
@@ -38,8 +38,7 @@ CHECKS = {
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset, fgs_strategies],
-          check_specs=[dg.AssetCheckSpec(c, asset="simulations", blocking=True, description=d)
-                       for c, d in CHECKS.items()],
+          check_specs=blocking_checks("simulations", CHECKS),
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
                       "the others on the equilibrium, per starting position (table `simulation`, with the equilibrium "
                       "itself as the control), and every model against Harville over all seatings (`direct_matches`).")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from assets.models import game_states
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names
@@ -129,8 +129,7 @@ def _layer_asset(n: int, previous):
     deps = [rollout_pairs, rollout_triples, game_states] + ([previous] if previous is not None else [])
 
     @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              check_specs=[dg.AssetCheckSpec(c, asset=name, blocking=True, description=d)
-                           for c, d in LAYER_CHECKS.items()],
+              check_specs=blocking_checks(name, LAYER_CHECKS),
               description=f"PI-CFR+ equilibrium of the {n}-player layer: values (`equilibrium_values`), strategies "
                           f"(`equilibrium_nodes`, view `equilibrium_jam`), per-state exploitability (`state_quality`), "
                           f"outer-iteration log (`solve_log`). Resumable.")

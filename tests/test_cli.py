@@ -176,15 +176,22 @@ def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     assert "assets: 1/2" in text  # the bar, drawn on the stream
 
 
-def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp_path, monkeypatch):
-    """`jamfold build` of a tiny game (equilibrium skipped) into a log: the assets' lines, no bar."""
+def _tiny_game(tmp_path, setenv):
+    """The tiny game's config in ``tmp_path``, with its own build, cache and Dagster folders there
+    (each variable passed to ``setenv``); returns the config's path."""
     from conftest import TINY_TOML
 
     config = tmp_path / "tiny.toml"
     config.write_text(TINY_TOML)
     for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
         (tmp_path / sub).mkdir()
-        monkeypatch.setenv(name, str(tmp_path / sub))
+        setenv(name, str(tmp_path / sub))
+    return config
+
+
+def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp_path, monkeypatch):
+    """`jamfold build` of a tiny game (equilibrium skipped) into a log: the assets' lines, no bar."""
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
     code, out, err = run(capsys, "build", "--config", str(config), "--skip-solve",
                          "--warehouse", str(tmp_path / "lab.duckdb"))
     assert code == 0, err
@@ -210,13 +217,8 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     (for the `thesis` game: the equilibrium's pages after its solve, not after the 140-175 h of model
     sweeps). The same command without the flag then goes on with the models, the solve read back."""
     import duckdb
-    from conftest import TINY_TOML
 
-    config = tmp_path / "tiny.toml"
-    config.write_text(TINY_TOML)
-    for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
-        (tmp_path / sub).mkdir()
-        monkeypatch.setenv(name, str(tmp_path / sub))
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
     args = ("build", "--config", str(config), "--warehouse", str(tmp_path / "lab.duckdb"))
     code, _, err = run(capsys, *args, "--skip-models", "--skip-solve")
     assert code == 2 and "not allowed with argument" in err
@@ -302,14 +304,8 @@ def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
     import sys
     import time
 
-    from conftest import TINY_TOML
-
-    config = tmp_path / "tiny.toml"
-    config.write_text(TINY_TOML)
     env = {**os.environ}
-    for name, sub in (("JAMFOLD_BUILD_DIR", "build"), ("JAMFOLD_CACHE", "cache"), ("DAGSTER_HOME", "dagster")):
-        (tmp_path / sub).mkdir()
-        env[name] = str(tmp_path / sub)
+    config = _tiny_game(tmp_path, env.__setitem__)
     log = tmp_path / "err.log"
     with open(log, "w") as err:
         proc = subprocess.Popen([sys.executable, "-c", "from jamfold.cli import main; main()", "build", "--config",
