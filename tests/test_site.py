@@ -138,6 +138,37 @@ def test_charts_are_drawn_at_their_own_size(tiny_build, page, tmp_path):
             assert int(scroll) <= int(client), row
 
 
+_TABLE_PROBE = """<script>setTimeout(function () {
+  var rows = [];
+  document.querySelectorAll(".md-typeset__scrollwrap").forEach(function (wrap) {
+    var th = wrap.querySelector("th");
+    rows.push([th ? th.textContent : "", wrap.clientWidth, wrap.scrollWidth].join(","));
+  });
+  document.body.setAttribute("data-tables", rows.join(";"));
+}, 2000);</script></body>"""
+
+
+@pytest.mark.browser
+def test_deviation_tables_fit_the_text_column(tiny_build):
+    """The models page's two 8-column deviation tables scrolled sideways on a 1400-px window with
+    Material's cell padding; with the lab's compact padding they fit the column."""
+    if not _chromium():
+        pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
+    site = tiny_build["site"]
+    probe = site / "probe-tables-models.html"
+    probe.write_text((site / "models.html").read_text().replace("</body>", _TABLE_PROBE, 1))
+    try:
+        dom = _rendered_dom(probe.as_uri(), "--window-size=1400,1200")
+    finally:
+        probe.unlink()
+    found = re.search(r'data-tables="([^"]*)"', dom)
+    assert found and found.group(1), dom[:2000]
+    summaries = [row for row in (r.split(",") for r in found.group(1).split(";")) if row[0] == "model"]
+    assert len(summaries) >= 2, found.group(1)
+    for _, client, scroll in summaries[:2]:
+        assert int(scroll) <= int(client), found.group(1)
+
+
 def test_facet_charts_wrap_to_the_text_column():
     """One panel per player count, two per row: a 5-player game's four panels in a row were twice
     as wide as the text column."""

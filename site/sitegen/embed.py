@@ -45,6 +45,9 @@ CHARTS_CSS = """\
 .md-typeset .vega-embed summary { margin: 0; padding: 6px; min-height: 0; font-weight: normal;
   border: 1px solid #aaa; border-radius: 999px; background: white; }
 .md-typeset .vega-embed summary::before, .md-typeset .vega-embed summary::after { content: none; display: none; }
+/* Tables: Material pads each cell 1.25em either side, which pushed the 8-column deviation tables
+   past the text column (a sideways scroll bar under each); half that fits them. */
+.md-typeset table:not([class]) th, .md-typeset table:not([class]) td { padding: .75em .7em; }
 /* A wider page on wide screens, for the 13x13 grids and the wide tables (Material: 61rem). */
 .md-grid { max-width: 76rem; }
 """
