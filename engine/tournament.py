@@ -45,8 +45,8 @@ from engine.game_tree import CompiledHand, compile_hand, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import seconds_left
-from engine.warm_starts import start_from_neighbour, warm_start_waves
+from engine.solve_progress import KindedClock
+from engine.warm_starts import start_from_neighbour, tree_shape, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
 
@@ -149,27 +149,38 @@ class SolverPool:
 
 
 class _Ticker:
-    """Reports states finished within an outer iteration, at most every ``every`` seconds."""
+    """Reports states finished within an outer iteration, at most every ``every`` seconds, with the
+    time left priced per kind of state (:class:`~engine.solve_progress.KindedClock`; ``kinds``
+    per state, ``todo`` a mask of the states this outer iteration still has to finish)."""
 
-    def __init__(self, progress: ProgressFn | None, n: int, outer: int, m: int, every: float = 15.0, done: int = 0):
-        self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, m, every
-        self.count = self.start = done
+    def __init__(self, progress: ProgressFn | None, n: int, outer: int, kinds: np.ndarray, todo: np.ndarray,
+                 every: float = 15.0):
+        self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, len(kinds), every
+        self.count = self.m - int(np.count_nonzero(todo))
+        self.clock = KindedClock(kinds, todo)
         self.t0 = self.last = time.perf_counter()
-        self.first: float | None = None
         self.lock = threading.Lock()
 
-    def tick(self) -> None:
+    def tick(self, state: int, started: float) -> None:
+        """State ``state``, started at ``started`` (perf_counter), has finished."""
         with self.lock:
             self.count += 1
             now = time.perf_counter()
-            self.first = now if self.first is None else self.first
+            self.clock.finished(state, started, now)
             if self.progress is None or now - self.last < self.every or self.count == self.m:
                 return
             self.last = now
-            count = self.count
+            count, left = self.count, self.clock.seconds_left(now)
         self.progress({"event": "states", "players": self.n, "outer_iteration": self.outer, "done": count,
-                       "states": self.m, "wall_s": now - self.t0}
-                      | seconds_left(now - self.first, count - self.start - 1, self.m - count))
+                       "states": self.m, "wall_s": now - self.t0} | left)
+
+
+def state_kinds(stacks: np.ndarray, cold: np.ndarray | None = None) -> np.ndarray:
+    """Per state, the kind its time-left estimate prices it by: its tree shape (which blinds are
+    all-in, :func:`~engine.warm_starts.tree_shape`), and in a first outer iteration whether it starts
+    cold (``cold``) or from a neighbour's regrets."""
+    kinds = 2 * tree_shape(stacks)
+    return kinds + cold.astype(np.int64) if cold is not None else kinds
 
 
 RESTART_WEIGHT: float | None = 2.0
@@ -461,12 +472,22 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 if spent and progress:
                     progress({"event": "resumed_states", "players": n, "outer_iteration": outer + 1,
                               "done": len(spent), "states": m})
-            ticker = _Ticker(progress, n, outer + 1, m, done=len(spent))
+            never_solved = np.array([solver.iterations == 0 for solver in solvers], dtype=bool)
+            todo = np.ones(m, dtype=bool)
+            todo[list(spent)] = False
+            cold = (source < 0) & never_solved if never_solved.any() else None
+            ticker = _Ticker(progress, n, outer + 1, state_kinds(stacks, cold), todo)
 
             target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)
 
             def work(s: int) -> tuple[int, int]:
+                started = time.perf_counter()
+                result = solve_state(s)
+                ticker.tick(s, started)
+                return result
+
+            def solve_state(s: int) -> tuple[int, int]:
                 ws = pool.workspace()
                 ws.forget()  # a state's results must not depend on which states this thread ran before
                 solver = solvers[s]
@@ -489,7 +510,6 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     if rigorous or (screen and np.isfinite(then) and then + SCREEN_FRACTION * (bound - then) <= target):
                         ledger.skipped[s], ledger.screened[s] = rigorous, not rigorous
                         ledger.bound[s] = bound
-                        ticker.tick()
                         return s, 0
                 held = ledger.held_target[s] <= target
                 checked_now = False
@@ -534,7 +554,6 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 ledger.drift[s] = 0.0
                 ledger.checked_at[s] = outer
                 ledger.bound[s] = e
-                ticker.tick()
                 return s, its
 
             ledger.V_at[outer] = V

@@ -657,11 +657,50 @@ def test_time_left_leaves_out_the_first_state(monkeypatch):
     clock = iter([0.0] + [100.0 + k for k in range(20)])
     monkeypatch.setattr(tournament.time, "perf_counter", lambda: next(clock))
     ticks = []
-    ticker = tournament._Ticker(ticks.append, n=4, outer=1, m=20, every=0.0)
-    for _ in range(20):
-        ticker.tick()
+    ticker = tournament._Ticker(ticks.append, n=4, outer=1, kinds=np.zeros(20, np.int64), todo=np.ones(20, bool),
+                                every=0.0)
+    for s in range(20):
+        ticker.tick(s, started=0.0 if s == 0 else 99.0 + s)
     assert "left_s" not in ticks[0] and ticks[0]["wall_s"] == 100.0
     assert [e["left_s"] for e in ticks[1:]] == [1.0 * (20 - e["done"]) for e in ticks[1:]]
+
+
+def test_time_left_prices_each_kind_of_state_at_its_own_cost():
+    """A first outer iteration solves wave after wave, each wave's cold starts several times a warm
+    start's cost: at the rate of all states, the 45-unit 5-player layer's estimate swung from 14.6
+    to 4.6 h within three minutes. Priced per kind, the estimate is the time the states left take
+    as soon as each kind has been seen. A scripted single thread: a first state of 50 s (the
+    compile), four cold states of 10 s, then warm ones of 1 s, with 5 cold and 10 warm left."""
+    from engine.solve_progress import KindedClock, seconds_left
+
+    kinds = np.array([1] * 5 + [0] * 10 + [1] * 5 + [0] * 10)  # 1 = cold, 0 = warm
+    clock = KindedClock(kinds, np.ones(len(kinds), bool))
+    t, estimates, plain, truth = 0.0, [], [], []
+    cost = {0: 1.0, 1: 10.0}
+    for s, kind in enumerate(kinds):
+        took = 50.0 if s == 0 else cost[int(kind)]
+        clock.finished(s, t, t + took)
+        t += took
+        estimates.append(clock.seconds_left(t).get("left_s"))
+        plain.append(seconds_left(t - 50.0, s, len(kinds) - 1 - s).get("left_s"))  # the rate of all states
+        truth.append(sum(cost[int(k)] for k in kinds[s + 1:]))
+    assert estimates[0] is None  # the start-up is not a rate
+    assert estimates[1:5] == pytest.approx([10.0 * (len(kinds) - 1 - s) for s in range(1, 5)])  # warm not seen yet
+    assert estimates[5:] == pytest.approx(truth[5:])  # both kinds seen: exact
+    assert max(abs(a - b) / b for a, b in zip(plain[5:15], truth[5:15])) > 1.0  # the plain rate: off by over 2×
+
+
+def test_time_left_measures_the_parallelism():
+    """Thread seconds become wall seconds at the parallelism measured since the first state
+    finished: two threads, each finishing a 2-s state every 2 s, with 10 left: 10 s of wall time."""
+    from engine.solve_progress import KindedClock
+
+    clock = KindedClock(np.zeros(16, np.int64), np.ones(16, bool))
+    clock.finished(0, 0.0, 30.0)  # the start-up: both threads waited for the compile
+    for k in range(3):  # both threads ran states of 2 s side by side
+        clock.finished(1 + 2 * k, 30.0 + 2 * k, 32.0 + 2 * k)
+        clock.finished(2 + 2 * k, 30.0 + 2 * k, 32.0 + 2 * k)
+    assert clock.seconds_left(36.0)["left_s"] == pytest.approx(9 * 2.0 / 2)
 
 
 def test_compile_layer_ranks_successors_as_state_index_does():
