@@ -47,7 +47,7 @@ from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
 from engine.solve_progress import states_done_events
-from engine.tournament import SolverPool, heaviest_first, largest_hand
+from engine.tournament import SolverPool, heaviest_first, kinded_clock, largest_hand
 
 ProgressFn = Callable[[dict], None]
 
@@ -157,8 +157,9 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 return update, per_seat, sum(r is not None for r in replies)
 
             results = [None] * m
-            done = states_done_events(pool.imap(improve, order), m, progress, PROGRESS_EVERY_S,
-                                      {"event": "nemesis_states", "players": n, "round": rnd})
+            clock = kinded_clock(hands, order)
+            done = states_done_events(pool.imap(clock.timed(improve), order), m, progress, PROGRESS_EVERY_S,
+                                      {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock)
             for s_, r in zip(order, done):
                 results[s_] = r
             update = np.array([r[0] for r in results])

@@ -35,7 +35,8 @@ from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
                                      save_sweep_part)
-from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
+from engine.tournament import (ProgressFn, SolverPool, heaviest_first, kinded_clock, largest_hand,
+                               model_layer_values)
 
 Layers = dict[int, list[CompiledHand]]
 
@@ -228,9 +229,10 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
     finished = set(done)
     todo = [s for s in heaviest_first(hands) if s not in finished]
     pending: list[int] = []  # finished since the last part was saved
-    solved = states_done_events(pool.imap(work, todo), len(todo), progress, PROGRESS_EVERY_S,
+    clock = kinded_clock(hands, todo)
+    solved = states_done_events(pool.imap(clock.timed(work), todo), len(todo), progress, PROGRESS_EVERY_S,
                                 {"event": "sweep_states", "label": label, "players": n}, done_before=len(done),
-                                wall_before=wall_before)
+                                wall_before=wall_before, clock=clock)
     for count, s in enumerate(solved, start=1):
         pending.append(s)
         now = time.perf_counter()

@@ -21,7 +21,7 @@ from engine.cfr import HandSolver
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import states_done_events
-from engine.tournament import SolverPool, heaviest_first, largest_hand
+from engine.tournament import SolverPool, heaviest_first, kinded_clock, largest_hand
 
 PROGRESS_EVERY_S = 30.0
 """Seconds between progress events (states done, time left) within a layer."""
@@ -48,8 +48,9 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
     out: list[np.ndarray | None] = [None] * len(hands)
     order = heaviest_first(hands)
     try:
-        results = states_done_events(pool.imap(one, order), len(hands), progress, PROGRESS_EVERY_S,
-                                     {"event": "outcome_states", "players": hands[0].n_players})
+        clock = kinded_clock(hands, order)
+        results = states_done_events(pool.imap(clock.timed(one), order), len(hands), progress, PROGRESS_EVERY_S,
+                                     {"event": "outcome_states", "players": hands[0].n_players}, clock=clock)
         for s, probs in zip(order, results):
             out[s] = probs
     finally:

@@ -9,6 +9,7 @@ one throttle for the states-done events of the last three (:func:`states_done_ev
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -58,13 +59,14 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
 
 def states_done_events(results: Iterable[T], todo: int, progress: Callable[[dict], None] | None, every: float,
                        event: dict, done_before: int = 0, states: int | None = None,
-                       wall_before: float = 0.0) -> Iterator[T]:
+                       wall_before: float = 0.0, clock: KindedClock | None = None) -> Iterator[T]:
     """Pass on ``results`` (one per state, ``todo`` of them), sending ``progress`` the event
     ``{**event, "done", "states", "wall_s", "left_s"}`` at most every ``every`` seconds, never after
     the last: states done (``done_before`` finished earlier, e.g. read back from a checkpoint, plus
     this run's), of ``states`` (default: all of them), seconds so far (``wall_before`` + this run's)
-    and, from the second state on, an estimate of the seconds left (:func:`seconds_left`). The one
-    throttle of the sweeps', the nemesis rounds' and the profile outcomes' long loops."""
+    and, from the second state on, an estimate of the seconds left: from the ``clock`` that timed
+    the states (:meth:`KindedClock.timed`) or else at the rate of all states (:func:`seconds_left`).
+    The one throttle of the sweeps', the nemesis rounds' and the profile outcomes' long loops."""
     t0 = last = time.perf_counter()
     first = None
     for count, item in enumerate(results, start=1):
@@ -75,7 +77,8 @@ def states_done_events(results: Iterable[T], todo: int, progress: Callable[[dict
             last = now
             tick = {**event, "done": done_before + count, "states": done_before + todo if states is None else states,
                     "wall_s": wall_before + now - t0}
-            progress(tick | seconds_left(now - first, count - 1, todo - count))
+            progress(tick | (clock.seconds_left(now) if clock is not None
+                             else seconds_left(now - first, count - 1, todo - count)))
 
 
 def seconds_left(since_first: float, done_since_first: int, left: int) -> dict:
@@ -95,22 +98,37 @@ class KindedClock:
     states finished, the 45-unit 5-player layer's estimate swung from 14.6 to 4.6 h within three
     minutes of one outer iteration (a cold wave, then a warm one). Here every finished state's own
     time counts towards the mean of its kind (``kinds``: one small integer per state); the states
-    left are priced at their kind's mean, a kind not yet seen at the mean of all, and thread
-    seconds become wall seconds at the parallelism measured so far (threads, idle waits).
+    left are priced at their kind's mean, and thread seconds become wall seconds at the
+    parallelism measured so far (threads, idle waits). A kind not yet seen (a resumed first outer
+    iteration meets its next cold wave an hour later) is priced by ``prior``, its cost relative to
+    the other kinds: the seen kinds' seconds per unit of prior cost times its own.
 
     As in :func:`seconds_left`, the run's start-up is left out: states started before the first
     one finished (numba's compile) count towards neither a mean nor the parallelism.
     """
 
-    def __init__(self, kinds: np.ndarray, todo: np.ndarray):
-        """``kinds`` per state; ``todo`` a mask of the states this loop still has to finish."""
+    def __init__(self, kinds: np.ndarray, todo: np.ndarray, prior: np.ndarray | None = None):
+        """``kinds`` per state; ``todo`` a mask of the states this loop still has to finish; ``prior``
+        per kind, its expected cost relative to the others (default: all alike)."""
         self.kinds = np.asarray(kinds, dtype=np.int64)
         size = int(self.kinds.max(initial=-1)) + 1
+        self.prior = np.ones(size) if prior is None else np.asarray(prior, dtype=np.float64)[:size]
         self.left = np.bincount(self.kinds[todo], minlength=size).astype(np.float64)
         self.count = np.zeros(size)
         self.seconds = np.zeros(size)  # thread seconds of the counted states, per kind
         self.busy = 0.0  # thread seconds spent after the first state finished
         self.since: float | None = None
+        self.lock = threading.Lock()
+
+    def timed(self, fn: Callable[[int], T]) -> Callable[[int], T]:
+        """``fn`` (of a state), its every call timed into this clock (from any thread)."""
+        def run(state: int) -> T:
+            started = time.perf_counter()
+            result = fn(state)
+            with self.lock:
+                self.finished(state, started, time.perf_counter())
+            return result
+        return run
 
     def finished(self, state: int, started: float, ended: float) -> None:
         """State ``state`` ran on one thread from ``started`` to ``ended`` (perf_counter seconds)."""
@@ -126,10 +144,16 @@ class KindedClock:
 
     def seconds_left(self, now: float) -> dict:
         """``{"left_s": …}`` (wall seconds), or ``{}`` before any state could be counted."""
+        with self.lock:
+            return self._seconds_left(now)
+
+    def _seconds_left(self, now: float) -> dict:
         counted = self.count.sum()
         if self.since is None or counted == 0 or self.busy <= 0.0 or now <= self.since:
             return {}
-        mean = np.where(self.count > 0, self.seconds / np.maximum(self.count, 1), self.seconds.sum() / counted)
+        seen = self.count > 0
+        per_prior = self.seconds[seen].sum() / (self.count[seen] * self.prior[seen]).sum()
+        mean = np.where(seen, self.seconds / np.maximum(self.count, 1), self.prior * per_prior)
         thread_left = float((np.maximum(self.left, 0.0) * mean).sum())
         return {"left_s": thread_left * (now - self.since) / self.busy}
 

@@ -46,7 +46,7 @@ from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock
-from engine.warm_starts import start_from_neighbour, tree_shape, warm_start_waves
+from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
 
@@ -151,13 +151,14 @@ class SolverPool:
 class _Ticker:
     """Reports states finished within an outer iteration, at most every ``every`` seconds, with the
     time left priced per kind of state (:class:`~engine.solve_progress.KindedClock`; ``kinds``
-    per state, ``todo`` a mask of the states this outer iteration still has to finish)."""
+    per state, ``todo`` a mask of the states this outer iteration still has to finish, ``prior``
+    per kind)."""
 
     def __init__(self, progress: ProgressFn | None, n: int, outer: int, kinds: np.ndarray, todo: np.ndarray,
-                 every: float = 15.0):
+                 prior: np.ndarray | None = None, every: float = 15.0):
         self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, len(kinds), every
         self.count = self.m - int(np.count_nonzero(todo))
-        self.clock = KindedClock(kinds, todo)
+        self.clock = KindedClock(kinds, todo, prior)
         self.t0 = self.last = time.perf_counter()
         self.lock = threading.Lock()
 
@@ -175,12 +176,37 @@ class _Ticker:
                        "states": self.m, "wall_s": now - self.t0} | left)
 
 
-def state_kinds(stacks: np.ndarray, cold: np.ndarray | None = None) -> np.ndarray:
-    """Per state, the kind its time-left estimate prices it by: its tree shape (which blinds are
-    all-in, :func:`~engine.warm_starts.tree_shape`), and in a first outer iteration whether it starts
-    cold (``cold``) or from a neighbour's regrets."""
-    kinds = 2 * tree_shape(stacks)
-    return kinds + cold.astype(np.int64) if cold is not None else kinds
+def cost_kinds(hands: list[CompiledHand]) -> tuple[np.ndarray, np.ndarray]:
+    """Per state, its kind for the time-left estimates (:class:`~engine.solve_progress.KindedClock`):
+    states whose hand pass costs the same (:func:`pass_cost`; in a layer, one tree shape), numbered;
+    and per kind that cost, its prior."""
+    kinds_cost, kinds = np.unique(np.array([pass_cost(h) for h in hands], dtype=np.float64), return_inverse=True)
+    return kinds.astype(np.int64), kinds_cost
+
+
+def kinded_clock(hands: list[CompiledHand], todo: list[int]) -> KindedClock:
+    """A time-left clock over the states ``todo`` of a loop in which a state's cost is set by its
+    tree (a model sweep's layer, a nemesis round, a profile's hand outcomes): :func:`cost_kinds`.
+    The loops hand out the heaviest trees first, so at the rate of all states their estimates ran
+    high until the cheap trees came."""
+    kinds, prior = cost_kinds(hands)
+    mask = np.zeros(len(hands), dtype=bool)
+    mask[todo] = True
+    return KindedClock(kinds, mask, prior)
+
+
+COLD_COST = 4.0
+"""What a cold first solve costs against one started from a neighbour's regrets, for the time-left
+estimate of a first outer iteration before it has met a cold state of a tree. The `thesis` game's
+5-player layer in its first outer iteration (2 threads, target $0.1, 2026-11-27), states without a
+blind all-in: 3.6 a second in a cold wave (the 16th) against 14.1 in the warm wave after it, 3.9×."""
+
+
+def first_solve_kinds(kinds: np.ndarray, prior: np.ndarray, cold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kinds and priors of :func:`cost_kinds` split by a cold start (``cold``) or one from a
+    neighbour's regrets, for a first outer iteration: kind = 2·kind + cold, its prior times
+    :data:`COLD_COST` when cold."""
+    return 2 * kinds + cold.astype(np.int64), np.repeat(prior, 2) * np.tile([1.0, COLD_COST], len(prior))
 
 
 RESTART_WEIGHT: float | None = 2.0
@@ -264,13 +290,18 @@ confirm what was known."""
 
 
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
-    """State indices by decreasing cost of a hand pass (169² entries per depth-2 node, 169 per other node).
+    """State indices by decreasing cost of a hand pass (:func:`pass_cost`).
 
     Handing the two threads the expensive hands first keeps one from idling at the end of a
     layer while the other finishes a dense 5-player hand (longest-processing-time order).
     """
-    cost = [int((h.node_depth == 2).sum()) * NC * NC + len(h.node_actor) * NC for h in hands]
+    cost = [pass_cost(h) for h in hands]
     return sorted(range(len(hands)), key=lambda s: -cost[s])
+
+
+def pass_cost(hand: CompiledHand) -> int:
+    """The work of one hand pass, in strategy entries: 169² per depth-2 node, 169 per other node."""
+    return int((hand.node_depth == 2).sum()) * NC * NC + len(hand.node_actor) * NC
 
 
 def largest_hand(hands: list[CompiledHand]) -> CompiledHand:
@@ -456,6 +487,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
     order = np.array(heaviest_first(hands), dtype=np.int64)
     wave, source = warm_start_waves(stacks)
+    tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
     converged = False
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
@@ -475,8 +507,9 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             never_solved = np.array([solver.iterations == 0 for solver in solvers], dtype=bool)
             todo = np.ones(m, dtype=bool)
             todo[list(spent)] = False
-            cold = (source < 0) & never_solved if never_solved.any() else None
-            ticker = _Ticker(progress, n, outer + 1, state_kinds(stacks, cold), todo)
+            kinds, prior = first_solve_kinds(*tree_kinds, (source < 0) & never_solved) if never_solved.any() \
+                else tree_kinds
+            ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior)
 
             target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)

@@ -689,6 +689,15 @@ def test_time_left_prices_each_kind_of_state_at_its_own_cost():
     assert estimates[5:] == pytest.approx(truth[5:])  # both kinds seen: exact
     assert max(abs(a - b) / b for a, b in zip(plain[5:15], truth[5:15])) > 1.0  # the plain rate: off by over 2×
 
+    # a kind not seen yet (here the warm one, for four states) is priced by its cost relative to the seen ones
+    clock, t, estimates = KindedClock(kinds, np.ones(len(kinds), bool), prior=np.array([1.0, 10.0])), 0.0, []
+    for s, kind in enumerate(kinds):
+        took = 50.0 if s == 0 else cost[int(kind)]
+        clock.finished(s, t, t + took)
+        t += took
+        estimates.append(clock.seconds_left(t).get("left_s"))
+    assert estimates[1:] == pytest.approx(truth[1:])
+
 
 def test_time_left_measures_the_parallelism():
     """Thread seconds become wall seconds at the parallelism measured since the first state
@@ -701,6 +710,41 @@ def test_time_left_measures_the_parallelism():
         clock.finished(1 + 2 * k, 30.0 + 2 * k, 32.0 + 2 * k)
         clock.finished(2 + 2 * k, 30.0 + 2 * k, 32.0 + 2 * k)
     assert clock.seconds_left(36.0)["left_s"] == pytest.approx(9 * 2.0 / 2)
+
+
+def test_the_loops_time_their_states_into_the_kinded_clock(monkeypatch):
+    """The sweeps', nemesis rounds' and hand outcomes' loops time each state (``KindedClock.timed``)
+    and report the clock's estimate; a state's kind is its tree (one pass cost per tree shape)."""
+    import engine.solve_progress as sp
+    from engine.tournament import compile_layer, cost_kinds, kinded_clock
+    from engine.warm_starts import tree_shape
+
+    stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
+    kinds, prior = cost_kinds(hands)
+    shape = tree_shape(stacks)
+    assert len(set(zip(kinds.tolist(), shape.tolist()))) == len(set(shape.tolist())) == len(prior) == 4
+    assert prior[kinds].tolist() == [float(int((h.node_depth == 2).sum()) * 169 * 169 + len(h.node_actor) * 169)
+                                     for h in hands]
+
+    order = [int(s) for s in np.argsort(-prior[kinds], kind="stable")]  # the heaviest trees first
+    costs = {k: 0.001 * (1 + k) for k in range(len(prior))}
+    t = [0.0]
+    monkeypatch.setattr(sp.time, "perf_counter", lambda: t[0])
+
+    def work(s: int) -> int:
+        t[0] += 100.0 if s == order[0] else costs[int(kinds[s])]
+        return s
+
+    clock = kinded_clock(hands, order)
+    events = []
+    out = list(sp.states_done_events(map(clock.timed(work), order), len(order), events.append, every=0.0,
+                                     event={"event": "x"}, clock=clock))
+    assert out == order
+    for e in events[1:]:
+        left = sum(costs[int(kinds[s])] for s in order[e["done"]:])
+        if len(set(kinds[order[1:e["done"]]].tolist())) == len(prior):  # once every tree was timed: exact
+            assert e["left_s"] == pytest.approx(left)
+    assert any(len(set(kinds[order[1:e["done"]]].tolist())) == len(prior) for e in events)
 
 
 def test_compile_layer_ranks_successors_as_state_index_does():
