@@ -100,6 +100,20 @@ def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     assert "Chart failed to render" not in dom
 
 
+def _probed(site, page: str, probe_script: str, attribute: str, window: str) -> str:
+    """The ``attribute`` of ``<body>`` that ``probe_script`` (appended to ``page``) set in headless
+    Chromium with the given window size."""
+    probe = site / f"probe-{attribute}-{page}"
+    probe.write_text((site / page).read_text().replace("</body>", probe_script, 1))
+    try:
+        dom = _rendered_dom(probe.as_uri(), f"--window-size={window}")
+    finally:
+        probe.unlink()
+    found = re.search(rf'{attribute}="([^"]*)"', dom)
+    assert found and found.group(1), dom[:2000]
+    return found.group(1)
+
+
 _LAYOUT_PROBE = """<script>setTimeout(function () {
   var rows = [];
   document.querySelectorAll(".vchart").forEach(function (div) {
@@ -121,16 +135,7 @@ def test_charts_are_drawn_at_their_own_size(tiny_build, page, tmp_path):
     the size of their spec (scrolling sideways when wider than the column) and the menu its button."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    site = tiny_build["site"]
-    probe = site / f"probe-{page}"
-    probe.write_text((site / page).read_text().replace("</body>", _LAYOUT_PROBE, 1))
-    try:
-        dom = _rendered_dom(probe.as_uri(), "--window-size=1300,2000")
-    finally:
-        probe.unlink()
-    found = re.search(r'data-layout="([^"]*)"', dom)
-    assert found and found.group(1), dom[:2000]
-    for row in found.group(1).split(";"):
+    for row in _probed(tiny_build["site"], page, _LAYOUT_PROBE, "data-layout", "1300,2000").split(";"):
         chart_id, width, drawn, client, scroll, menu = row.split(",")
         assert float(drawn) == pytest.approx(float(width), abs=0.5), row  # not scaled down
         assert 0 < float(menu) <= 40, row  # vega-embed's small round menu button
@@ -154,19 +159,11 @@ def test_deviation_tables_fit_the_text_column(tiny_build):
     Material's cell padding; with the lab's compact padding they fit the column."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    site = tiny_build["site"]
-    probe = site / "probe-tables-models.html"
-    probe.write_text((site / "models.html").read_text().replace("</body>", _TABLE_PROBE, 1))
-    try:
-        dom = _rendered_dom(probe.as_uri(), "--window-size=1400,1200")
-    finally:
-        probe.unlink()
-    found = re.search(r'data-tables="([^"]*)"', dom)
-    assert found and found.group(1), dom[:2000]
-    summaries = [row for row in (r.split(",") for r in found.group(1).split(";")) if row[0] == "model"]
-    assert len(summaries) >= 2, found.group(1)
+    tables = _probed(tiny_build["site"], "models.html", _TABLE_PROBE, "data-tables", "1400,1200")
+    summaries = [row for row in (r.split(",") for r in tables.split(";")) if row[0] == "model"]
+    assert len(summaries) >= 2, tables
     for _, client, scroll in summaries[:2]:
-        assert int(scroll) <= int(client), found.group(1)
+        assert int(scroll) <= int(client), tables
 
 
 def test_facet_charts_wrap_to_the_text_column():
