@@ -62,6 +62,13 @@ class CompiledHand:
     utility_plan: list | None = field(default=None, repr=False, compare=False)  # see _utility_plan
 
 
+def pass_cost(hand: CompiledHand) -> int:
+    """The work of one hand pass, in strategy entries: 169² per depth-2 node (a class for each
+    jammer before it), 169 per other node. Sets the order the layers hand out their states
+    (heaviest first) and the kinds of their time-left estimates."""
+    return int((hand.node_depth == 2).sum()) * 169 * 169 + len(hand.node_actor) * 169
+
+
 def compile_hand(stacks: tuple[int, ...], payouts: tuple[float, ...],
                  state_index: Callable[[tuple[int, ...]], int], tree: HandTree | None = None) -> CompiledHand:
     """Compile the hand at ``stacks`` (acting order); ``state_index`` maps next stacks to their layer index."""

@@ -32,11 +32,10 @@ from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import states_done_events
+from engine.solve_progress import kinded_clock, states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
                                      save_sweep_part)
-from engine.tournament import (ProgressFn, SolverPool, heaviest_first, kinded_clock, largest_hand,
-                               model_layer_values)
+from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
 
 Layers = dict[int, list[CompiledHand]]
 

@@ -20,8 +20,8 @@ import numpy as np
 from engine.cfr import HandSolver
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
-from engine.solve_progress import states_done_events
-from engine.tournament import SolverPool, heaviest_first, kinded_clock, largest_hand
+from engine.solve_progress import kinded_clock, states_done_events
+from engine.tournament import SolverPool, heaviest_first, largest_hand
 
 PROGRESS_EVERY_S = 30.0
 """Seconds between progress events (states done, time left) within a layer."""

@@ -4,7 +4,9 @@ a nemesis round (:func:`engine.best_response.ex_post`) and a profile's hand outc
 (:func:`engine.profile_outcomes.outcome_probabilities`).
 
 One wording for every place that shows them: the assets' Dagster log and ``./lab bench solver``;
-one throttle for the states-done events of the last three (:func:`states_done_events`).
+one throttle for the states-done events of the last three (:func:`states_done_events`); one
+estimate of the time left within them all, each kind of state priced at its own cost
+(:class:`KindedClock`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 import numpy as np
+
+from engine.game_tree import CompiledHand, pass_cost
 
 T = TypeVar("T")
 
@@ -156,6 +160,39 @@ class KindedClock:
         mean = np.where(seen, self.seconds / np.maximum(self.count, 1), self.prior * per_prior)
         thread_left = float((np.maximum(self.left, 0.0) * mean).sum())
         return {"left_s": thread_left * (now - self.since) / self.busy}
+
+
+def cost_kinds(hands: list[CompiledHand]) -> tuple[np.ndarray, np.ndarray]:
+    """Per state, its kind for the time-left estimates (:class:`KindedClock`): states whose hand
+    pass costs the same (:func:`~engine.game_tree.pass_cost`; in a layer, one tree shape),
+    numbered; and per kind that cost, its prior."""
+    kinds_cost, kinds = np.unique(np.array([pass_cost(h) for h in hands], dtype=np.float64), return_inverse=True)
+    return kinds.astype(np.int64), kinds_cost
+
+
+def kinded_clock(hands: list[CompiledHand], todo: list[int]) -> KindedClock:
+    """A time-left clock over the states ``todo`` of a loop in which a state's cost is set by its
+    tree (a model sweep's layer, a nemesis round, a profile's hand outcomes): :func:`cost_kinds`.
+    The loops hand out the heaviest trees first, so at the rate of all states their estimates ran
+    high until the cheap trees came."""
+    kinds, prior = cost_kinds(hands)
+    mask = np.zeros(len(hands), dtype=bool)
+    mask[todo] = True
+    return KindedClock(kinds, mask, prior)
+
+
+COLD_COST = 4.0
+"""What a cold first solve costs against one started from a neighbour's regrets, for the time-left
+estimate of a first outer iteration before it has met a cold state of a tree. The `thesis` game's
+5-player layer in its first outer iteration (2 threads, target $0.1, 2026-11-27), states without a
+blind all-in: 3.6 a second in a cold wave (the 16th) against 14.1 in the warm wave after it, 3.9×."""
+
+
+def first_solve_kinds(kinds: np.ndarray, prior: np.ndarray, cold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kinds and priors of :func:`cost_kinds` split by a cold start (``cold``) or one from a
+    neighbour's regrets, for a first outer iteration: kind = 2·kind + cold, its prior times
+    :data:`COLD_COST` when cold."""
+    return 2 * kinds + cold.astype(np.int64), np.repeat(prior, 2) * np.tile([1.0, COLD_COST], len(prior))
 
 
 def duration(seconds: float) -> str:

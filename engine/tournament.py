@@ -38,14 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from engine import equity_models, states
-from engine.cfr import NC, HandSolver
+from engine.cfr import HandSolver
 from engine.checkpoint import Ledger, layer_path, load_blocks, load_layer, save_block, save_layer
 from engine.exploitability_bounds import gain_bounds, margin_bounds
-from engine.game_tree import CompiledHand, compile_hand, utilities
+from engine.game_tree import CompiledHand, compile_hand, pass_cost, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import KindedClock
+from engine.solve_progress import KindedClock, cost_kinds, first_solve_kinds
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -176,39 +176,6 @@ class _Ticker:
                        "states": self.m, "wall_s": now - self.t0} | left)
 
 
-def cost_kinds(hands: list[CompiledHand]) -> tuple[np.ndarray, np.ndarray]:
-    """Per state, its kind for the time-left estimates (:class:`~engine.solve_progress.KindedClock`):
-    states whose hand pass costs the same (:func:`pass_cost`; in a layer, one tree shape), numbered;
-    and per kind that cost, its prior."""
-    kinds_cost, kinds = np.unique(np.array([pass_cost(h) for h in hands], dtype=np.float64), return_inverse=True)
-    return kinds.astype(np.int64), kinds_cost
-
-
-def kinded_clock(hands: list[CompiledHand], todo: list[int]) -> KindedClock:
-    """A time-left clock over the states ``todo`` of a loop in which a state's cost is set by its
-    tree (a model sweep's layer, a nemesis round, a profile's hand outcomes): :func:`cost_kinds`.
-    The loops hand out the heaviest trees first, so at the rate of all states their estimates ran
-    high until the cheap trees came."""
-    kinds, prior = cost_kinds(hands)
-    mask = np.zeros(len(hands), dtype=bool)
-    mask[todo] = True
-    return KindedClock(kinds, mask, prior)
-
-
-COLD_COST = 4.0
-"""What a cold first solve costs against one started from a neighbour's regrets, for the time-left
-estimate of a first outer iteration before it has met a cold state of a tree. The `thesis` game's
-5-player layer in its first outer iteration (2 threads, target $0.1, 2026-11-27), states without a
-blind all-in: 3.6 a second in a cold wave (the 16th) against 14.1 in the warm wave after it, 3.9×."""
-
-
-def first_solve_kinds(kinds: np.ndarray, prior: np.ndarray, cold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The kinds and priors of :func:`cost_kinds` split by a cold start (``cold``) or one from a
-    neighbour's regrets, for a first outer iteration: kind = 2·kind + cold, its prior times
-    :data:`COLD_COST` when cold."""
-    return 2 * kinds + cold.astype(np.int64), np.repeat(prior, 2) * np.tile([1.0, COLD_COST], len(prior))
-
-
 RESTART_WEIGHT: float | None = 2.0
 """When a solved state's successor values changed so much that its profile is more than
 :data:`RESCALE_ABOVE` times the target exploitable, its regrets are scaled to this many
@@ -290,18 +257,13 @@ confirm what was known."""
 
 
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:
-    """State indices by decreasing cost of a hand pass (:func:`pass_cost`).
+    """State indices by decreasing cost of a hand pass (:func:`~engine.game_tree.pass_cost`).
 
     Handing the two threads the expensive hands first keeps one from idling at the end of a
     layer while the other finishes a dense 5-player hand (longest-processing-time order).
     """
     cost = [pass_cost(h) for h in hands]
     return sorted(range(len(hands)), key=lambda s: -cost[s])
-
-
-def pass_cost(hand: CompiledHand) -> int:
-    """The work of one hand pass, in strategy entries: 169² per depth-2 node, 169 per other node."""
-    return int((hand.node_depth == 2).sum()) * NC * NC + len(hand.node_actor) * NC
 
 
 def largest_hand(hands: list[CompiledHand]) -> CompiledHand:

@@ -716,7 +716,8 @@ def test_the_loops_time_their_states_into_the_kinded_clock(monkeypatch):
     """The sweeps', nemesis rounds' and hand outcomes' loops time each state (``KindedClock.timed``)
     and report the clock's estimate; a state's kind is its tree (one pass cost per tree shape)."""
     import engine.solve_progress as sp
-    from engine.tournament import compile_layer, cost_kinds, kinded_clock
+    from engine.solve_progress import cost_kinds, kinded_clock
+    from engine.tournament import compile_layer
     from engine.warm_starts import tree_shape
 
     stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
