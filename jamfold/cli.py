@@ -192,8 +192,9 @@ def cmd_build(args: argparse.Namespace) -> None:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
     elif args.skip_models:
         print("(model analyses skipped: --skip-models; the same command without it goes on with them)", file=sys.stderr)
-    from jamfold.progress import BuildProgress, build_logger
+    from jamfold.progress import BuildProgress, build_logger, quiet_interrupted_closes
 
+    quiet_interrupted_closes()
     progress = BuildProgress(total=len(selection))
     defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
                           jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])

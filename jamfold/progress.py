@@ -71,6 +71,33 @@ class BuildProgress(logging.Handler):
         self.bar.close()
 
 
+class _InterruptedClose(logging.Filter):
+    """Drops the records that carry an interrupt (Ctrl-C) as their exception."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, KeyboardInterrupt) and type(error).__name__ != INTERRUPTED
+
+
+def quiet_interrupted_closes() -> None:
+    """Keep Ctrl-C from printing a traceback of Dagster's own storage.
+
+    Dagster turns SIGINT into a ``DagsterExecutionInterruptedError`` raised wherever the main
+    thread is. Caught closing one of the instance's SQLite connections, SQLAlchemy's pool logs
+    "Exception closing connection" with the traceback (Python's last-resort handler prints it on
+    stderr) before the build says it was interrupted: seen once in a test run on a busy machine.
+    The pool's other warnings and errors still reach stderr.
+    """
+    pool = logging.getLogger("sqlalchemy.pool")
+    if any(isinstance(f, _InterruptedClose) for h in pool.handlers for f in h.filters):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(_InterruptedClose())
+    pool.addHandler(handler)
+    pool.propagate = False
+
+
 def build_logger(progress: BuildProgress) -> dg.LoggerDefinition:
     """A Dagster logger that hands every record of the run to ``progress``."""
 

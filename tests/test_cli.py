@@ -323,3 +323,35 @@ def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
     assert " - interrupted" in text and "Traceback" not in text and "build failed" not in text
     assert "interrupted unexpectedly" not in text  # Dagster's run failure line, said in the build's words
     assert "built 'tiny'" not in out
+
+
+def test_ctrl_c_while_dagster_closes_a_connection_prints_no_traceback(capsys, monkeypatch):
+    """Dagster raises its interrupt wherever the main thread is; caught closing one of the instance's
+    SQLite connections, SQLAlchemy's pool printed "Exception closing connection" and a traceback
+    before the build said it was interrupted (a test run on a busy machine). The build drops those
+    records and no others."""
+    import logging
+
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    from jamfold.progress import quiet_interrupted_closes
+
+    pool = logging.getLogger("sqlalchemy.pool")
+    monkeypatch.setattr(pool, "handlers", [])
+    monkeypatch.setattr(pool, "propagate", True)
+    quiet_interrupted_closes()
+    quiet_interrupted_closes()  # once per process: a second build in it adds no second handler
+    assert len(pool.handlers) == 1
+    log = logging.getLogger("sqlalchemy.pool.impl.NullPool")  # the logger name of SQLAlchemy's pools
+    for error in (DagsterExecutionInterruptedError(), KeyboardInterrupt()):
+        try:
+            raise error
+        except BaseException:
+            log.error("Exception closing connection %r", "<sqlite3.Connection>", exc_info=True)
+    assert capsys.readouterr().err == ""
+    try:
+        raise OSError("disk I/O error")
+    except OSError:
+        log.error("Exception closing connection %r", "<sqlite3.Connection>", exc_info=True)
+    err = capsys.readouterr().err
+    assert "Exception closing connection" in err and "disk I/O error" in err and "Traceback" in err
