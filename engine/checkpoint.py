@@ -172,38 +172,104 @@ def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: 
     return path
 
 
+class _RowStream:
+    """The rows of one (rows, width) array of a checkpoint, read in order, a state's rows at a time.
+
+    Reading an ``.npz`` member whole (``data[name]``) holds a second copy of the solvers' memory
+    while the records are put back: resuming the 45-unit 5-player layer from its full checkpoint
+    went past 24 GB that way (its profiles alone are a float64 array of several GiB). Streamed
+    from the zip member, a restore holds one state's rows beyond the solvers. A plain dict of
+    arrays (no zip behind it) is sliced instead.
+    """
+
+    def __init__(self, data, name: str):
+        self.array = None if hasattr(data, "zip") else np.asarray(data[name])
+        self.row = 0
+        if self.array is None:
+            self.file = data.zip.open(name + ".npy")
+            version = np.lib.format.read_magic(self.file)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, self.dtype = read_header(self.file)
+            if fortran or len(shape) != 2:
+                raise ValueError(f"checkpoint member {name} is not a C-ordered 2-d array")
+            self.width = shape[1]
+
+    def take(self, k: int) -> np.ndarray:
+        """The next ``k`` rows, as a new array."""
+        if self.array is not None:
+            self.row += k
+            return self.array[self.row - k:self.row].copy()
+        out = np.empty((k, self.width), self.dtype)
+        self._fill(out)
+        return out
+
+    def into(self, dest: np.ndarray) -> None:
+        """Copy the next ``len(dest)`` rows into ``dest`` (read in place where the layouts agree)."""
+        if self.array is not None or dest.dtype != self.dtype or not dest.flags.c_contiguous:
+            dest[:] = self.take(len(dest))
+        else:
+            self._fill(dest)
+
+    def skip(self, k: int) -> None:
+        if self.array is not None:
+            self.row += k
+        elif k:
+            self.take(k)
+
+    def _fill(self, out: np.ndarray) -> None:
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        done = 0
+        while done < len(view):
+            got = self.file.readinto(view[done:])
+            if not got:
+                raise ValueError("checkpoint member ends early")
+            done += got
+
+    def close(self) -> None:
+        if self.array is None:
+            self.file.close()
+
+
 def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, profiles: bool = True) -> np.ndarray:
     """Put the records in ``data`` back into their solvers (and ledger); returns their state indices.
 
     Without ``profiles`` only the regrets, predictions and clocks are restored (not the certified
-    profiles, their gains and decision margins): enough for a warm start, in about half the memory."""
+    profiles, their gains and decision margins): enough for a warm start, in about half the memory.
+    The long arrays are streamed state by state (:class:`_RowStream`), never read whole."""
     states = data["states"] if "states" in data else np.arange(len(solvers))
     sizes = np.array([len(solvers[s].hand.node_actor) for s in states])
     if len(sizes) != len(data["sizes"]) or not np.array_equal(sizes, data["sizes"]):
         raise ValueError("checkpoint does not match this game (delete it to start over)")
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    for name in REGRET_ARRAYS:  # each array is read once (indexing an NpzFile re-reads the whole array)
-        whole = data[name]
+    for name in REGRET_ARRAYS:
+        rows = _RowStream(data, name)
         for i, s in enumerate(states):
-            getattr(solvers[s], name)[:] = whole[offsets[i]:offsets[i + 1]]
+            rows.into(getattr(solvers[s], name))
+        rows.close()
     has_solution = data["has_solution"] if "has_solution" in data and profiles else np.zeros(len(states), bool)
-    solution = data["solution"] if has_solution.any() else None
     solver_gains = data["solver_gains"] if "solver_gains" in data and profiles else None
     has_margins = data["has_margins"] if "has_margins" in data and profiles else np.zeros(len(states), bool)
-    advantage = data["margin_advantage"] if has_margins.any() else None
-    mass = data["margin_mass"] if has_margins.any() else None
-    m_off = np.concatenate([[0], np.cumsum(np.where(has_margins, sizes, 0))])
+    solution = _RowStream(data, "solution") if has_solution.any() else None
+    advantage = _RowStream(data, "margin_advantage") if has_margins.any() else None
+    mass = _RowStream(data, "margin_mass") if has_margins.any() else None
     for i, s in enumerate(states):
         solver = solvers[s]
         solver.iterations = int(data["iterations"][i])
         # (checkpoints from before the discounted regrets hold a plain sum over their iterations)
         solver.regret_weight = float(data["regret_weight"][i]) if "regret_weight" in data else float(solver.iterations)
         solver.restart_average()
-        solver.solution = solution[offsets[i]:offsets[i + 1]].copy() if has_solution[i] else None
+        if has_solution[i]:
+            solver.solution = solution.take(sizes[i])
+        else:
+            solver.solution = None
+            if solution is not None:  # (every state's profile is written, certified or not)
+                solution.skip(sizes[i])
         if solver_gains is not None and not np.isnan(solver_gains[i]).any():
             solver.gains = solver_gains[i].copy()
-        solver.margins = (advantage[m_off[i]:m_off[i + 1]].copy(), mass[m_off[i]:m_off[i + 1]].copy()) \
-            if has_margins[i] else None
+        solver.margins = (advantage.take(sizes[i]), mass.take(sizes[i])) if has_margins[i] else None
+    for stream in (solution, advantage, mass):
+        if stream is not None:
+            stream.close()
     if ledger is not None and "gains" in data:
         ledger.bound[states] = data["bound"]
         ledger.gains[states] = data["gains"]
@@ -216,10 +282,10 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
         if "held_target" in data:  # (checkpoints from before held states: none held)
             ledger.held_target[states] = data["held_target"]
             ledger.held_exploitability[states] = data["held_exploitability"]
-        t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
-        probs = data["order_probs"]
-        for i, s in enumerate(states):
-            ledger.order_probs[s] = probs[t_off[i]:t_off[i + 1]].copy()
+        probs = _RowStream(data, "order_probs")
+        for s, t in zip(states, data["terminals"]):
+            ledger.order_probs[s] = probs.take(int(t))
+        probs.close()
     return states
 
 
