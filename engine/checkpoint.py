@@ -172,7 +172,7 @@ def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: 
     return path
 
 
-class _RowStream:
+class RowStream:
     """The rows of one (rows, width) array of a checkpoint, read in order, a state's rows at a time.
 
     Reading an ``.npz`` member whole (``data[name]``) holds a second copy of the solvers' memory
@@ -236,22 +236,22 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
 
     Without ``profiles`` only the regrets, predictions and clocks are restored (not the certified
     profiles, their gains and decision margins): enough for a warm start, in about half the memory.
-    The long arrays are streamed state by state (:class:`_RowStream`), never read whole."""
+    The long arrays are streamed state by state (:class:`RowStream`), never read whole."""
     states = data["states"] if "states" in data else np.arange(len(solvers))
     sizes = np.array([len(solvers[s].hand.node_actor) for s in states])
     if len(sizes) != len(data["sizes"]) or not np.array_equal(sizes, data["sizes"]):
         raise ValueError("checkpoint does not match this game (delete it to start over)")
     for name in REGRET_ARRAYS:
-        rows = _RowStream(data, name)
+        rows = RowStream(data, name)
         for i, s in enumerate(states):
             rows.into(getattr(solvers[s], name))
         rows.close()
     has_solution = data["has_solution"] if "has_solution" in data and profiles else np.zeros(len(states), bool)
     solver_gains = data["solver_gains"] if "solver_gains" in data and profiles else None
     has_margins = data["has_margins"] if "has_margins" in data and profiles else np.zeros(len(states), bool)
-    solution = _RowStream(data, "solution") if has_solution.any() else None
-    advantage = _RowStream(data, "margin_advantage") if has_margins.any() else None
-    mass = _RowStream(data, "margin_mass") if has_margins.any() else None
+    solution = RowStream(data, "solution") if has_solution.any() else None
+    advantage = RowStream(data, "margin_advantage") if has_margins.any() else None
+    mass = RowStream(data, "margin_mass") if has_margins.any() else None
     for i, s in enumerate(states):
         solver = solvers[s]
         solver.iterations = int(data["iterations"][i])
@@ -282,7 +282,7 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
         if "held_target" in data:  # (checkpoints from before held states: none held)
             ledger.held_target[states] = data["held_target"]
             ledger.held_exploitability[states] = data["held_exploitability"]
-        probs = _RowStream(data, "order_probs")
+        probs = RowStream(data, "order_probs")
         for s, t in zip(states, data["terminals"]):
             ledger.order_probs[s] = probs.take(int(t))
         probs.close()

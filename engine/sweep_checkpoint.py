@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import restore_records, solver_records, write_npz
+from engine.checkpoint import RowStream, restore_records, solver_records, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 
@@ -50,11 +50,12 @@ def _result_arrays(strategies: list[np.ndarray], order_probs: list[np.ndarray]) 
 
 def _split_results(data) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Each state's strategy and outcome probabilities from a file written with :func:`_result_arrays`."""
-    offsets = np.concatenate([[0], np.cumsum(data["sizes"])])
-    t_off = np.concatenate([[0], np.cumsum(data["terminals"])])
-    strategies, probs = data["strategies"], data["order_probs"]
-    return ([strategies[offsets[i]:offsets[i + 1]].copy() for i in range(len(offsets) - 1)],
-            [probs[t_off[i]:t_off[i + 1]].copy() for i in range(len(t_off) - 1)])
+    strategies, probs = RowStream(data, "strategies"), RowStream(data, "order_probs")
+    try:  # streamed state by state: read whole, a 5-player layer's strategies were held twice
+        return [strategies.take(int(k)) for k in data["sizes"]], [probs.take(int(t)) for t in data["terminals"]]
+    finally:
+        strategies.close()
+        probs.close()
 
 
 def part_paths(folder: Path, label: str, n: int) -> list[Path]:
