@@ -154,16 +154,52 @@ _TABLE_PROBE = """<script>setTimeout(function () {
 
 
 @pytest.mark.browser
-def test_deviation_tables_fit_the_text_column(tiny_build):
-    """The models page's two 8-column deviation tables scrolled sideways on a 1400-px window with
-    Material's cell padding; with the lab's compact padding they fit the column."""
+@pytest.mark.parametrize("page", ["models.html", "ex-post.html", "solve-quality.html", "simulation.html",
+                                  "equilibrium.html", "equity-models.html", "index.html"])
+def test_tables_fit_the_text_column(tiny_build, page):
+    """Tables scrolled sideways on a 1400-px window: the models page's 8-column deviation tables with
+    Material's cell padding, the ex post summaries under their long column names, the 11-column
+    convergence log at Material's 5rem per header. With the lab's compact padding and headers that
+    wrap after underscores, every table of these pages fits the column."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    tables = _probed(tiny_build["site"], "models.html", _TABLE_PROBE, "data-tables", "1400,1200")
-    summaries = [row for row in (r.split(",") for r in tables.split(";")) if row[0] == "model"]
-    assert len(summaries) >= 2, tables
-    for _, client, scroll in summaries[:2]:
+    tables = _probed(tiny_build["site"], page, _TABLE_PROBE, "data-tables", "1400,1200")
+    rows = [r.split(",") for r in tables.split(";")]
+    assert rows, tables
+    for _, client, scroll in rows:
         assert int(scroll) <= int(client), tables
+    if page == "models.html":
+        assert sum(row[0] == "model" for row in rows) >= 2, tables  # the two deviation summaries
+
+
+def test_table_headers_wrap_after_underscores():
+    """Pages' column names may wrap after an underscore, not before a one- or two-letter tail; the
+    Dagster previews keep the names as they are."""
+    import pandas as pd
+
+    from sitegen.pages import site_table
+    from warehouse.db import frame_markdown
+
+    df = pd.DataFrame({"start_mean_roi_pct": [1.0], "wall_s": [2.0], "max_delta_v": [3.0], "players": [2]})
+    head = site_table(df).splitlines()[0]
+    assert head == "| start_<wbr>mean_<wbr>roi_<wbr>pct | wall_s | max_<wbr>delta_v | players |"
+    assert frame_markdown(df).splitlines()[0] == "| start_mean_roi_pct | wall_s | max_delta_v | players |"
+    assert list(df.columns) == ["start_mean_roi_pct", "wall_s", "max_delta_v", "players"]
+
+
+def test_push_fold_grid_rows_fit_the_text_column():
+    """A 5-player game's model-ranges chart has four first-in nodes in a row: at 190 px a panel it
+    was 904 px wide, past the 868-px column of a 1400-px window. Rows of up to three keep 190 px."""
+    import pandas as pd
+
+    from sitegen.charts import GRID_ROW_WIDTH, push_fold_grids
+
+    df = pd.DataFrame({"panel": ["a"], "order": [0], "grid_row": [0], "grid_col": [0], "label": ["AA"],
+                       "jam_probability": [1.0]})
+    assert push_fold_grids(df, "t", columns=3).to_dict()["spec"]["width"] == 190
+    for columns in (4, 5, 6):
+        width = push_fold_grids(df, "t", columns=columns).to_dict()["spec"]["width"]
+        assert columns * width <= GRID_ROW_WIDTH <= 720
 
 
 def test_facet_charts_wrap_to_the_text_column():

@@ -22,6 +22,11 @@ FACET_COLUMNS = 2
 """Panels per row of the charts with one panel per player count: two fit the text column at full
 size, where four in a row had to be shrunk to half (unreadable axis labels)."""
 
+GRID_ROW_WIDTH = 700
+"""Pixels a row of push/fold grids may take (the panels, not their axes and legend): with about
+145 px of axis labels, gaps and legend, a row then fits Material's text column (about 870 px on
+a 1,400-px window)."""
+
 
 def _fgs_depth(model: str) -> int | None:
     head, _, depth = model.partition("-")
@@ -127,7 +132,8 @@ def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
 
 
 def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart:
-    """13×13 jam-probability grids, one panel per decision node.
+    """13×13 jam-probability grids, one panel per decision node, ``columns`` in a row: 190 px
+    square, smaller where that many would not fit ``GRID_ROW_WIDTH``.
 
     ``df`` columns: panel (node description), grid_row, grid_col, label, jam_probability.
     """
@@ -141,7 +147,8 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
         tooltip=[alt.Tooltip("panel:N", title="node"), alt.Tooltip("label:N", title="hand"),
                  alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
     text = base.mark_text(fontSize=6).encode(text="label:N")
-    return (rect + text).properties(width=190, height=190).facet(
+    size = min(190, GRID_ROW_WIDTH // columns)
+    return (rect + text).properties(width=size, height=size).facet(
         facet=alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns=columns)
 
 

@@ -46,8 +46,11 @@ CHARTS_CSS = """\
   border: 1px solid #aaa; border-radius: 999px; background: white; }
 .md-typeset .vega-embed summary::before, .md-typeset .vega-embed summary::after { content: none; display: none; }
 /* Tables: Material pads each cell 1.25em either side, which pushed the 8-column deviation tables
-   past the text column (a sideways scroll bar under each); half that fits them. */
+   past the text column (a sideways scroll bar under each); half that fits them. Its 5rem minimum
+   per header set the 11-column convergence log at 1,100 px whatever its contents; headers may
+   wrap after underscores instead (the pages put <wbr> there). */
 .md-typeset table:not([class]) th, .md-typeset table:not([class]) td { padding: .75em .7em; }
+.md-typeset table:not([class]) th { min-width: 0; }
 /* A wider page on wide screens, for the 13x13 grids and the wide tables (Material: 61rem). */
 .md-grid { max-width: 76rem; }
 """

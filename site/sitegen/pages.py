@@ -21,6 +21,24 @@ NOTABLE_PAIRS = [("AA", "KK"), ("KK", "AKs"), ("QQ", "AKo"), ("AKo", "22"), ("AK
 NOTABLE_TRIPLES = [("AA", "KK", "QQ"), ("AKs", "QQ", "JTs"), ("22", "AKo", "KQs"), ("A5s", "K9o", "76s")]
 
 
+def breakable(name: str) -> str:
+    """A column name that may wrap after an underscore (``<wbr>``), not before a last piece of one
+    or two letters (``wall_s``): long SQL names such as ``start_mean_roi_pct`` otherwise set a
+    column's width alone."""
+    pieces = name.split("_")
+    out = pieces[0]
+    for i, piece in enumerate(pieces[1:], 1):
+        last_short = i == len(pieces) - 1 and len(piece) <= 2
+        out += ("_" if last_short or not piece else "_<wbr>") + piece
+    return out
+
+
+def site_table(df: pd.DataFrame, digits: int = 6, decimals: int | None = None) -> str:
+    """A page's markdown table (:func:`warehouse.db.frame_markdown`) whose headers may wrap after
+    underscores, so wide tables fit the text column."""
+    return frame_markdown(df.rename(columns=lambda c: breakable(str(c))), digits=digits, decimals=decimals)
+
+
 def query_block(sql: str) -> str:
     return "\n```sql\n" + sql.strip() + "\n```\n"
 
@@ -83,11 +101,11 @@ Every number on these pages is a row of a table or view in the DuckDB warehouse;
 
 ## This build: game `{game}`
 
-{frame_markdown(params)}
+{site_table(params)}
 
 ### Showdown tables used
 
-{frame_markdown(builds) if len(builds) else "_not built yet_"}
+{site_table(builds) if len(builds) else "_not built yet_"}
 
 Exact tables enumerate every board for every deal (suit symmetry and board grouping make that
 fast); sampled tables draw a stated number of boards per matchup with a fixed seed, and
@@ -142,7 +160,7 @@ are built once per rollout id and shared by every game.
 
 **Pair table `{pairs_id}`:**
 
-{frame_markdown(build)}
+{site_table(build)}
 
 ## Heads-up equity of every class against every class
 
@@ -151,7 +169,7 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 
 ## Notable matchups
 
-{frame_markdown(notable)}
+{site_table(notable)}
 
 `deals` counts the ordered, card-disjoint combo pairs of the multiset {{hand, versus}} — the weight
 of the matchup when both classes are dealt.
@@ -162,7 +180,7 @@ of the matchup when both classes are dealt.
 
 ## Three-way all-ins (triple table `{triples_id}`)
 
-{frame_markdown(triples) if len(triples) else "_triple table not built_"}
+{site_table(triples) if len(triples) else "_triple table not built_"}
 
 `P(x best)` sums the finishing orders in which that hand is best. The table stores the six strict
 orders of each class multiset a ≤ b ≤ c.
@@ -206,7 +224,7 @@ def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         wide.columns = ["player", "stack", "payoff $", *[f"P{c}" for c in wide.columns[3:]]]
         wide["player"] = wide["player"] + 1
         wide["stack"] = wide["stack"].map("{:g}".format)
-        blocks.append(f"### {m.capitalize()}\n\n{frame_markdown(wide, decimals=4)}\n")
+        blocks.append(f"### {m.capitalize()}\n\n{site_table(wide, decimals=4)}\n")
     bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d["stack"].map("{:g}".format) + ")")
     by_stack = con.execute(
         """SELECT model, stack, avg(payoff) AS payoff FROM model_payoffs WHERE game = ? AND players = ?
@@ -299,5 +317,5 @@ BB = 2), prizes and payoffs in $, probabilities in [0, 1].
         rows = "not built" if n is None else f"{n:,} row" + ("" if n == 1 else "s")
         cols = pd.DataFrame([(c.name, c.type, c.description) for c in t.columns], columns=["column", "type", "meaning"])
         key = f" Rows are replaced per `{', '.join(t.key)}`." if t.key else ""
-        parts.append(f"### `{name}` ({kind}, {rows})\n\n{t.description}{key}\n\n{frame_markdown(cols)}\n")
+        parts.append(f"### `{name}` ({kind}, {rows})\n\n{t.description}{key}\n\n{site_table(cols)}\n")
     return "\n".join(parts)

@@ -7,8 +7,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, is_modelled, query_block
-from warehouse.db import frame_markdown
+from sitegen.pages import game_info, is_modelled, query_block, site_table
 
 
 def _solved_layers(con: duckdb.DuckDBPyConnection, game: str) -> list[int]:
@@ -50,7 +49,7 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                WHERE f.game = ? AND f.players = ? GROUP BY ALL""", [game, n]).df()
         wide = fin.pivot_table(index="stack", columns="place", values="p").reset_index()
         wide.columns = ["stack", *[f"P{c}" for c in wide.columns[1:]]]
-        fin_tables.append(f"**{n} players**\n\n{frame_markdown(wide, decimals=3)}\n")
+        fin_tables.append(f"**{n} players**\n\n{site_table(wide, decimals=3)}\n")
     win_table = win[win["players"] == max(layers)][["stack", "p_win", "proportional", "relative_difference_pct"]]
     return f"""# Equilibrium
 
@@ -70,7 +69,7 @@ Mean equilibrium probability of finishing first for each stack size, against the
 x / {units}; the table shows the largest layer and the relative difference in %.
 {chart_html(charts.value_by_stack(win_chart, "P(win)"), "eq-win-vs-proportional")}
 
-{frame_markdown(win_table, decimals=4)}
+{site_table(win_table, decimals=4)}
 
 ## Average finishing probabilities by stack size
 
@@ -157,7 +156,7 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 ## Per layer
 
-{frame_markdown(summary)}
+{site_table(summary)}
 
 {chart_html(charts.exploitability_histogram(q, cfg['gamma']), "expl-hist")}
 
@@ -165,7 +164,7 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 ## Convergence log (outer PI-CFR+ iterations)
 
-{frame_markdown(log)}
+{site_table(log)}
 
 ## Query it
 
@@ -198,11 +197,11 @@ tournament exploitability at that state and position (SPEC §6). ROI = gain / fa
 ({fair:g} $ = prize pool / players) × 100. The gain stacks up per-hand errors ≤ gamma over the
 hands still to play, so it can exceed gamma.{models_link}
 
-{frame_markdown(summary, decimals=6)}
+{site_table(summary, decimals=6)}
 
 **Per layer**
 
-{frame_markdown(per_layer, decimals=6)}
+{site_table(per_layer, decimals=6)}
 
 {chart_html(charts.exploitability_histogram(gains.rename(columns={"gain": "exploitability"}), cfg['gamma'],
                                             title="nemesis gain ($)", count_title="(state, position) pairs"),

@@ -10,8 +10,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, query_block
-from warehouse.db import frame_markdown
+from sitegen.pages import game_info, query_block, site_table
 
 
 def model_order(models: list[str]) -> list[str]:
@@ -39,7 +38,7 @@ def _moves_block(moves: pd.DataFrame) -> str:
 How far each depth still moves the values: |vᵈ − vᵈ⁻¹| over every (state, position), in $
 (view `fgs_value_moves`; v⁰ = Harville).
 
-{frame_markdown(moves, decimals=4)}
+{site_table(moves, decimals=4)}
 """
 
 
@@ -83,16 +82,16 @@ deviation| in %, MAD = mean |model − equilibrium| in $.
 
 ## Deviation summary
 
-{frame_markdown(plain, decimals=4)}
+{site_table(plain, decimals=4)}
 
 **Position-averaged** (each stack's payoffs averaged over every distinct seating of the same
 multiset of stacks, which removes the effect of the blinds and position that no model sees):
 
-{frame_markdown(averaged, decimals=4)}
+{site_table(averaged, decimals=4)}
 
 **MAPD per player count**
 
-{frame_markdown(wide.reset_index(), decimals=4)}
+{site_table(wide.reset_index(), decimals=4)}
 
 ## By stack size
 
@@ -113,7 +112,7 @@ MAPD and MAD of FGS-d against the depth d (d = 0 is Harville, the starting point
 Each model's strategy: every state's hand solved with CFR+ to gamma = {cfg['gamma']:g} $ with the
 successor states valued by the model (table `model_sweeps`).
 
-{frame_markdown(sweeps, decimals=6)}
+{site_table(sweeps, decimals=6)}
 
 ## Query it
 
@@ -144,7 +143,7 @@ the table. Start-state ROI = gain / fair share ({fair:g} $) × 100. The equilibr
 the accumulated per-hand tolerance gamma = {cfg['gamma']:g} $; a model's gain is what a player who
 knows the model is wrong could win against a table that believes it.
 
-{frame_markdown(summary, decimals=5)}
+{site_table(summary, decimals=5)}
 
 {chart_html(charts.ex_post_bars(by_layer, profiles), "ex-post-bars")}
 
@@ -193,7 +192,7 @@ First-in jamming ranges at the start state ({', '.join(map(str, start))}) of gam
 equilibrium's and each model's (the model's strategy is the hand solved with successors valued
 by the model). The table gives the share of all 1,326 hands jammed, in %.
 
-{frame_markdown(table, decimals=2)}
+{site_table(table, decimals=2)}
 
 {chart_html(charts.push_fold_grids(panels, "jam probability: equilibrium, ICM and the deepest FGS",
                                    columns=len(nodes)), "model-ranges")}
@@ -253,11 +252,11 @@ everybody on the equilibrium, so its ROI is only the value of the seat.
 
 ## Hero ROI (%) by starting seat
 
-{frame_markdown(table.reset_index().rename(columns={"model": "hero plays"}))}
+{site_table(table.reset_index().rename(columns={"model": "hero plays"}))}
 
 ## The hero's finishing distribution (mean over seats)
 
-{frame_markdown(fin_table.reset_index().rename(columns={"index": "hero plays"}), decimals=4)}
+{site_table(fin_table.reset_index().rename(columns={"index": "hero plays"}), decimals=4)}
 
 ## FGS depth curve
 
@@ -271,7 +270,7 @@ Each model against Harville (ICM) over all {2 ** cfg['players'] - 2} seatings of
 mean ROI of a player on each side, averaged over the seatings (the sides' ROIs weighted by their
 seat counts sum to zero in every seating).
 
-{frame_markdown(matches, decimals=4)}
+{site_table(matches, decimals=4)}
 
 ## Query it
 
