@@ -162,6 +162,10 @@ class _Ticker:
         self.t0 = self.last = time.perf_counter()
         self.lock = threading.Lock()
 
+    def begin(self, state: int, started: float) -> None:
+        """State ``state`` started at ``started`` (perf_counter)."""
+        self.clock.begin(state, started)
+
     def tick(self, state: int, started: float) -> None:
         """State ``state``, started at ``started`` (perf_counter), has finished."""
         with self.lock:
@@ -478,6 +482,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
 
             def work(s: int) -> tuple[int, int]:
                 started = time.perf_counter()
+                ticker.begin(s, started)
                 result = solve_state(s)
                 ticker.tick(s, started)
                 return result

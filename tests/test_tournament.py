@@ -734,6 +734,25 @@ def test_time_left_measures_the_parallelism():
     assert clock.seconds_left(36.0)["left_s"] == pytest.approx(9 * 2.0 / 2)
 
 
+def test_time_left_counts_the_states_still_running():
+    """Right after a resume both threads are in long states: the one short state finished so far
+    must not make the run look single-threaded at a tenth of its speed. Two threads: thread A's
+    start-up state ends at 30 s, then a 0.1-s state, then a long one still running at 31 s; thread
+    B's first state, started in the start-up, still running. At 31 s two thread-seconds were spent
+    in one wall second: the 14 states left at 0.1 s each take 0.7 s (counted only once finished,
+    0.1 thread-second in that wall second: 14 s)."""
+    from engine.solve_progress import KindedClock
+
+    clock = KindedClock(np.zeros(16, np.int64), np.ones(16, bool))
+    clock.begin(0, 0.0)
+    clock.begin(1, 0.0)
+    clock.finished(0, 0.0, 30.0)
+    clock.begin(2, 30.0)
+    clock.finished(2, 30.0, 30.1)
+    clock.begin(3, 30.1)
+    assert clock.seconds_left(31.0)["left_s"] == pytest.approx(14 * 0.1 * 1.0 / 2.0)
+
+
 def test_the_loops_time_their_states_into_the_kinded_clock(monkeypatch):
     """The sweeps', nemesis rounds' and hand outcomes' loops time each state (``KindedClock.timed``)
     and report the clock's estimate; a state's kind is its tree (one pass cost per tree shape)."""
