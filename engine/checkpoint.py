@@ -252,11 +252,13 @@ def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, prof
     solution = RowStream(data, "solution") if has_solution.any() else None
     advantage = RowStream(data, "margin_advantage") if has_margins.any() else None
     mass = RowStream(data, "margin_mass") if has_margins.any() else None
+    iterations = data["iterations"]  # (an NpzFile reads a member anew at every index)
+    # (checkpoints from before the discounted regrets hold a plain sum over their iterations)
+    regret_weight = data["regret_weight"] if "regret_weight" in data else iterations.astype(np.float64)
     for i, s in enumerate(states):
         solver = solvers[s]
-        solver.iterations = int(data["iterations"][i])
-        # (checkpoints from before the discounted regrets hold a plain sum over their iterations)
-        solver.regret_weight = float(data["regret_weight"][i]) if "regret_weight" in data else float(solver.iterations)
+        solver.iterations = int(iterations[i])
+        solver.regret_weight = float(regret_weight[i])
         solver.restart_average()
         if has_solution[i]:
             solver.solution = solution.take(sizes[i])
