@@ -111,7 +111,7 @@ class KindedClock:
     one finished (numba's compile) count towards neither a mean nor the parallelism. The states
     still running (``begin``) count towards the parallelism with the time they have run: counted
     only once finished, a resumed 5-player outer iteration whose threads were still in their first
-    long states read "about 412 h left" (then 8.7 h, 15 s later; it takes about 2 h).
+    long states read "about 412 h left" (8.7 h 15 s later, 3.0–3.6 h through the next minutes).
     """
 
     def __init__(self, kinds: np.ndarray, todo: np.ndarray, prior: np.ndarray | None = None):
