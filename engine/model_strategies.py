@@ -31,6 +31,7 @@ from engine.cfr import HandSolver
 from engine.checkpoint import layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
+from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import kinded_clock, states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
@@ -237,6 +238,7 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         now = time.perf_counter()
         if checkpoint is not None and now - last_part >= PART_EVERY_S and count < len(todo):
             save_sweep_part(checkpoint, label, n, pending, layer, kept, wall_before + now - t0)
+            release_free_memory()  # records restored in this thread and replaced by the solver threads
             pending, last_part = [], now
     return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": kept}
 

@@ -44,6 +44,7 @@ from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, compile_hand, pass_cost, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
+from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, first_solve_kinds
 from engine.warm_starts import start_from_neighbour, warm_start_waves
@@ -568,6 +569,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     pending.append(s)
                     if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
                         save_block(checkpoint, n, outer, spent, pending, solvers, ledger)
+                        release_free_memory()  # the restored records the threads replaced (engine.memory)
                         if progress:
                             progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
                                       "states": len(pending), "done": len(spent), "wall_s": time.perf_counter() - t0})
@@ -595,6 +597,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 progress({"event": "outer", **entry})
             if checkpoint is not None:
                 save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
+                release_free_memory()
             if updated == 0 and target <= gamma and not ledger.screened.any():
                 # (a screening outer iteration that screened no state checked every one like any other)
                 converged = True
