@@ -46,7 +46,7 @@ from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import KindedClock, cost_kinds, first_solve_kinds
+from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -560,7 +560,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ledger.V_at[outer] = V
             # first solves wave after wave (see warm_start_waves), later ones all at once
             segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
-                else [order]
+                else [estimable_order(order, tree_kinds[0], seed=outer)]
             pending: list[int] = []  # finished since the last block was saved
             last_save = time.perf_counter()
             for segment in segments:

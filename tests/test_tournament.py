@@ -841,3 +841,45 @@ def test_freed_records_go_back_to_the_system():
     assert grown - before > 150  # the replaced records are still held
     release_free_memory()
     assert resident() - before < 50
+
+
+def test_estimable_order_samples_every_kind_first():
+    """A re-solving outer iteration takes a few random states of every kind first, then the rest
+    heaviest kind first: the same states, every kind met within the first turn, repeatable."""
+    from engine.solve_progress import estimable_order
+
+    rng = np.random.default_rng(0)
+    kinds = rng.integers(0, 6, 500)
+    order = np.argsort(kinds, kind="stable")[::-1].copy()  # "heaviest first": kind 5 first
+    got = estimable_order(order, kinds, seed=3, pilot=4)
+    assert sorted(got.tolist()) == list(range(500))
+    assert np.array_equal(got, estimable_order(order, kinds, seed=3, pilot=4))
+    assert not np.array_equal(got, estimable_order(order, kinds, seed=4, pilot=4))
+    assert kinds[got[:6]].tolist() == [5, 4, 3, 2, 1, 0]  # the first turn: one of each, heaviest first
+    assert sorted(kinds[got[:24]].tolist()) == sorted([k for k in range(6)] * 4)
+    rest = kinds[got[24:]]
+    assert np.all(np.diff(rest) <= 0)  # then kind by kind, as in the order given
+
+
+def test_estimable_order_prices_kinds_by_their_own_states():
+    """Scripted costs where the pass-cost prior is wrong (the lightest tree costs most, as the
+    lighter trees' re-solves did in the thesis layer's second outer iteration): a tenth of the way
+    in, heaviest first misses the truth by far more than the pilot order does."""
+    from engine.solve_progress import KindedClock, estimable_order
+
+    kinds = np.repeat([0, 1, 2], [400, 400, 400])
+    prior = np.array([3.0, 2.0, 1.0])  # pass costs: kind 0 heaviest
+    cost = np.array([1.0, 1.0, 5.0])[kinds]  # but kind 2 needs many more iterations
+    heaviest = np.arange(1200)
+
+    def estimate_at_a_tenth(order):
+        clock, t = KindedClock(kinds, np.ones(1200, bool), prior), 0.0
+        for s in order[:120]:
+            clock.finished(int(s), t, t + cost[s])
+            t += cost[s]
+        return clock.seconds_left(t)["left_s"], cost[order[120:]].sum()
+
+    plain, truth = estimate_at_a_tenth(heaviest)
+    assert plain < 0.5 * truth
+    sampled, truth = estimate_at_a_tenth(estimable_order(heaviest, kinds, seed=1))
+    assert sampled == pytest.approx(truth, rel=0.05)
