@@ -112,6 +112,10 @@ class KindedClock:
     still running (``begin``) count towards the parallelism with the time they have run: counted
     only once finished, a resumed 5-player outer iteration whose threads were still in their first
     long states read "about 412 h left" (8.7 h 15 s later, 3.0–3.6 h through the next minutes).
+    Nor does each kind's first state count towards its mean: it may hold the compile of kernels
+    only that tree uses (numba compiles a kernel at its first call), tens of seconds against a
+    tenth of a second for the others; in a kind of a few hundred states that alone can multiply its
+    price several times.
     """
 
     def __init__(self, kinds: np.ndarray, todo: np.ndarray, prior: np.ndarray | None = None):
@@ -126,6 +130,7 @@ class KindedClock:
         self.busy = 0.0  # thread seconds spent after the first state finished
         self.since: float | None = None
         self.running: dict[int, float] = {}  # state → when it started, for the states not finished
+        self.met = np.zeros(size, dtype=bool)  # whether a state of the kind finished since the start-up
         self.lock = threading.Lock()
 
     def timed(self, fn: Callable[[int], T]) -> Callable[[int], T]:
@@ -154,8 +159,10 @@ class KindedClock:
                 return
             self.busy += ended - max(started, self.since)
             if started >= self.since:
-                self.count[kind] += 1
-                self.seconds[kind] += ended - started
+                if self.met[kind]:
+                    self.count[kind] += 1
+                    self.seconds[kind] += ended - started
+                self.met[kind] = True
 
     def seconds_left(self, now: float) -> dict:
         """``{"left_s": …}`` (wall seconds), or ``{}`` before any state could be counted."""
