@@ -33,7 +33,7 @@ from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import kinded_clock, states_done_events
+from engine.solve_progress import estimable_loop, states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
                                      save_sweep_part)
 from engine.tournament import ProgressFn, SolverPool, heaviest_first, largest_hand, model_layer_values
@@ -227,9 +227,10 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
 
     t0 = last_part = time.perf_counter()
     finished = set(done)
-    todo = [s for s in heaviest_first(hands) if s not in finished]
+    # a few states of every tree first, so that the time left is priced by each tree's own
+    # re-solves; each state's results are the same in any order (its own solver, a fresh workspace)
+    todo, clock = estimable_loop(hands, heaviest_first(hands), finished, seed=n)
     pending: list[int] = []  # finished since the last part was saved
-    clock = kinded_clock(hands, todo)
     solved = states_done_events(pool.imap(clock.timed(work), todo), len(todo), progress, PROGRESS_EVERY_S,
                                 {"event": "sweep_states", "label": label, "players": n}, done_before=len(done),
                                 wall_before=wall_before, clock=clock)

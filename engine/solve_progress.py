@@ -236,6 +236,21 @@ def estimable_order(order: np.ndarray, kinds: np.ndarray, seed: int, pilot: int 
     return np.concatenate([pilot_part, shuffled[~is_pilot]])
 
 
+def estimable_loop(hands: list[CompiledHand], order: list[int], done: set[int], seed: int
+                   ) -> tuple[list[int], KindedClock]:
+    """The states of ``order`` (heaviest tree first) not in ``done``, rearranged by
+    :func:`estimable_order`, and a time-left clock over them, for a loop in which a state's cost is
+    its tree's pass times CFR+ iterations that differ by tree (a model sweep's layer): priced by
+    its pass cost alone until timed, a tree that comes last would be priced wrong for most of the
+    loop. Only for loops whose states do not depend on which ran before them."""
+    kinds, prior = cost_kinds(hands)
+    left = np.array([s for s in order if s not in done], dtype=np.int64)
+    todo = estimable_order(left, kinds, seed).tolist()  # the pilot taken from the states left
+    mask = np.zeros(len(hands), dtype=bool)
+    mask[todo] = True
+    return todo, KindedClock(kinds, mask, prior)
+
+
 COLD_COST = 4.0
 """What a cold first solve costs against one started from a neighbour's regrets, for the time-left
 estimate of a first outer iteration before it has met a cold state of a tree. The `thesis` game's

@@ -288,3 +288,31 @@ def test_equilibrium_solvers_restore_only_what_a_warm_start_reads(game, tmp_path
         np.testing.assert_array_equal(one.iterations[n], two.iterations[n])
         for a, b in zip(one.strategies[n], two.strategies[n]):
             np.testing.assert_array_equal(a, b)
+
+
+def test_a_sweep_gives_the_same_results_in_any_order(game, monkeypatch):
+    """A sweep hands out its states in :func:`~engine.solve_progress.estimable_loop`'s order (a few
+    states of every tree first, for the time-left estimate); its results must not depend on that
+    order: with the order reversed, every table equals the sweep's to the bit."""
+    import engine.model_strategies as ms
+
+    tensors, _, stacks, layers = game
+    harville = model_values("harville", stacks, PAY)
+    straight = solve_sweep("harville", layers, harville, GAMMA, tensors, threads=2)
+    real = ms.estimable_loop
+    orders = []
+
+    def reversed_loop(*args, **kwargs):
+        todo, clock = real(*args, **kwargs)
+        orders.append(todo)
+        return todo[::-1], clock
+
+    monkeypatch.setattr(ms, "estimable_loop", reversed_loop)
+    backwards = solve_sweep("harville", layers, harville, GAMMA, tensors, threads=2)
+    assert [sorted(o) for o in orders] == [list(range(len(layers[n]))) for n in sorted(layers)]
+    for n in layers:
+        np.testing.assert_array_equal(straight.iterations[n], backwards.iterations[n])
+        np.testing.assert_array_equal(straight.hand_values[n], backwards.hand_values[n])
+        np.testing.assert_array_equal(straight.exploitability[n], backwards.exploitability[n])
+        for a, b in zip(straight.strategies[n], backwards.strategies[n]):
+            np.testing.assert_array_equal(a, b)

@@ -867,6 +867,23 @@ def test_estimable_order_samples_every_kind_first():
     assert np.all(np.diff(rest) <= 0)  # then kind by kind, as in the order given
 
 
+def test_estimable_loop_leaves_out_what_is_done_and_meets_every_tree_first():
+    """A model sweep's order (resumed with some states done): every state not done, once; a state
+    of every tree among the first; the same order again for the same seed."""
+    from engine.solve_progress import cost_kinds, estimable_loop
+    from engine.tournament import compile_layer, heaviest_first
+
+    _, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
+    kinds, _ = cost_kinds(hands)
+    done = set(range(0, len(hands), 3))
+    todo, clock = estimable_loop(hands, heaviest_first(hands), done, seed=4)
+    assert sorted(todo) == [s for s in range(len(hands)) if s not in done]
+    kinds_left = set(kinds[todo].tolist())
+    assert len(kinds_left) >= 3 and set(kinds[todo[:len(kinds_left)]].tolist()) == kinds_left
+    assert todo == estimable_loop(hands, heaviest_first(hands), done, seed=4)[0]
+    assert np.array_equal(clock.left, np.bincount(kinds[todo], minlength=len(clock.left)))  # the states left
+
+
 def test_estimable_order_prices_kinds_by_their_own_states():
     """Scripted costs where the pass-cost prior is wrong (the lightest tree costs most, as the
     lighter trees' re-solves did in the thesis layer's second outer iteration): a tenth of the way
