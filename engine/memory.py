@@ -7,6 +7,8 @@ where the solver threads never allocate, so resident memory grew by what each re
 the 45-unit 5-player layer, resumed from its full checkpoint, grew by about 57 KiB per state in
 its second outer iteration (1 GiB every 19,000 states) and would have passed 24 GB before the end.
 ``malloc_trim(0)`` hands those free pages back (a toy of 40,000 such arrays: 2.05 → 1.09 GiB).
+The same holds between the assets, which run in one process: a finished layer's dropped solvers
+stayed resident (see :class:`engine.tournament.SolverPool`, which trims before every heavy loop).
 """
 
 from __future__ import annotations

@@ -849,6 +849,53 @@ def test_freed_records_go_back_to_the_system():
     assert resident() - before < 50
 
 
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads resident memory from /proc")
+def test_heavy_loops_start_by_handing_back_freed_memory(tiny_tensors):
+    """The assets run in one process: what one asset freed (a finished layer's solvers) stayed
+    resident, out of the next loop's threads' reach. A layer solve and a solver pool (every heavy
+    loop makes one) hand it back before they allocate: about 200 MiB of freed records, left in the
+    main thread's arena as a finished layer's are, gone by the solve's first progress event."""
+    import threading
+
+    from engine.memory import release_free_memory
+    from engine.tournament import SolverPool, compile_layer
+
+    def resident() -> float:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20  # MiB
+
+    if not release_free_memory():
+        pytest.skip("the C library has no malloc_trim")
+
+    def leave_freed_records() -> list:
+        n = 8000
+        records = [np.ones((20, 169)) for _ in range(n)]  # 26 KiB each, about 206 MiB
+
+        def replace(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                records[i] = np.ones((20, 169))
+
+        threads = [threading.Thread(target=replace, args=(k * n // 2, (k + 1) * n // 2)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return records
+
+    _, hands = compile_layer(6, 2, PAYOUTS)
+    kept = leave_freed_records()
+    held = resident()
+    SolverPool(1, hands[0]).close()
+    assert held - resident() > 150
+
+    kept += leave_freed_records()
+    held = resident()
+    seen = []
+    solve_layer(6, 2, PAYOUTS, 1e-2, tiny_tensors, {}, threads=1,
+                progress=lambda e: seen.append(resident()) if e["event"] == "preparing" else None)
+    assert held - seen[0] > 150
+    assert len(kept) == 16_000
+
+
 def test_estimable_order_samples_every_kind_first():
     """A re-solving outer iteration takes a few random states of every kind first, then the rest
     heaviest kind first: the same states, every kind met within the first turn, repeatable."""
