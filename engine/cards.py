@@ -112,6 +112,19 @@ def class_combos(cid: int) -> np.ndarray:
     return COMBOS[COMBO_OFFSETS[cid] : COMBO_OFFSETS[cid + 1]]
 
 
+def can_be_dealt_together(class_ids: list[int]) -> bool:
+    """Whether one combo of each class can be dealt with no card twice (AA, AA, AKs cannot: five
+    aces). A search over the classes' combos (at most 12³ for three hands), so a matchup that has
+    no deal is refused before any rollout; the rollouts' deal weight is 0 exactly for these."""
+    def extend(k: int, used: frozenset) -> bool:
+        if k == len(class_ids):
+            return True
+        return any(extend(k + 1, used | {int(a), int(b)})
+                   for a, b in class_combos(class_ids[k]) if int(a) not in used and int(b) not in used)
+
+    return extend(0, frozenset())
+
+
 def hand_class_table() -> dict[str, list]:
     """Column-wise description of the 169 classes (what the ``hand_classes`` table holds)."""
     ids = list(range(N_CLASSES))

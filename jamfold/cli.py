@@ -73,7 +73,7 @@ def cmd_equity(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- showdown
 def cmd_showdown(args: argparse.Namespace) -> None:
     from engine import rollout
-    from engine.cards import class_label, parse_class
+    from engine.cards import can_be_dealt_together, class_label, parse_class
 
     if not 2 <= len(args.hands) <= 3:
         raise UsageError(f"hands: give 2 or 3 hand classes (got {len(args.hands)})")
@@ -82,11 +82,11 @@ def cmd_showdown(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise UsageError(f"hands: {exc}") from None
     labels = [class_label(i) for i in ids]
+    if not can_be_dealt_together(ids):  # refused before the rollout (a triple's takes seconds)
+        raise UsageError(f"hands: {' '.join(labels)} cannot be dealt together (not enough cards of a rank)")
     t0 = time.perf_counter()
     if len(ids) == 2:
         weight, p = rollout.pair_matchup(*ids)
-        if weight == 0:
-            raise UsageError(f"hands: {' '.join(labels)} cannot be dealt together (not enough cards of a rank)")
         if args.json:
             print(json.dumps({"hands": labels, "weight": int(weight), "p_first_wins": float(p)}))
             return
@@ -96,8 +96,6 @@ def cmd_showdown(args: argparse.Namespace) -> None:
         print(f"  P({labels[1]} wins) {'':<{max(0, 8 - len(labels[1]))}}{1 - p:.6f}")
     else:
         weight, p = rollout.triple_matchup(*ids)
-        if weight == 0:
-            raise UsageError(f"hands: {' '.join(labels)} cannot be dealt together (not enough cards of a rank)")
         if args.json:
             print(json.dumps({"hands": labels, "weight": int(weight), "orders": list(rollout.ORDERS),
                               "p": [float(x) for x in p]}))

@@ -74,3 +74,37 @@ def test_top_sets_are_written_with_plus(pair_floor, suited_floor, offsuit_floor)
     text = range_string([ids[label] for label in labels])
     assert len(text.split(", ")) <= 3 and expand(text) == set(labels)
     assert pair_floor == 0 or text.startswith(RANKS[pair_floor] * 2 + "+")
+
+
+def _ranks_needed(label: str) -> dict[str, int]:
+    """Cards of each rank a hand of the class holds ('AA': two aces, 'AKs': an ace and a king)."""
+    need: dict[str, int] = {}
+    for r in label[:2]:
+        need[r] = need.get(r, 0) + 1
+    return need
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, N_CLASSES - 1), st.sampled_from([0, 1, 13, 14, 2, 26])),  # AA AKs AKo KK AQs AQo
+                min_size=2, max_size=3))
+def test_classes_can_be_dealt_together_when_no_rank_runs_out(classes):
+    """Two or three hands can be dealt exactly when no rank is needed more than four times: suits
+    never stand in the way of so few hands (written from the rank counts, not from combos). Half
+    the draws come from a few classes of aces and kings, so that ranks do run out."""
+    from engine.cards import can_be_dealt_together
+
+    total: dict[str, int] = {}
+    for c in classes:
+        for r, k in _ranks_needed(class_label(c)).items():
+            total[r] = total.get(r, 0) + k
+    assert can_be_dealt_together(classes) == (max(total.values()) <= 4)
+
+
+def test_known_deals():
+    from engine.cards import can_be_dealt_together, parse_class
+
+    def ok(*labels):
+        return can_be_dealt_together([parse_class(x) for x in labels])
+
+    assert not ok("AA", "AA", "AA") and not ok("AA", "AA", "AKs") and not ok("AA", "AKo", "AKs", "A2s")
+    assert ok("AA", "AA") and ok("AA", "AA", "KK") and ok("AKs", "AKs", "AKs") and ok("AA", "AKs", "AKo")
