@@ -1,6 +1,6 @@
 """Layer projection benchmark: what solving a whole 45-unit layer would cost, from a sample of its states.
 
-    python -m engine.bench_layer [--units 45] [--players 5] [--samples 24] [--gamma 1e-4] [--seed 1] [--perf-map]
+    ./lab bench layer [--units 45] [--players 5] [--samples 24] [--gamma 1e-4] [--seed 1] [--perf-map]
 
 A PI-CFR+ layer solve (:func:`engine.tournament.solve_layer`) is one cold solve of every state,
 then warm re-solves of the states whose successor values moved. This samples states uniformly
@@ -120,7 +120,7 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench layer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--samples", type=int, default=24)

@@ -1,4 +1,4 @@
-"""Benchmark of the equity models (``python -m engine.bench_models``).
+"""Benchmark of the equity models: the time to evaluate every state of a game.
 
 Prints, after a warm-up call that triggers (or loads) the numba compilation:
 
@@ -32,7 +32,7 @@ def _best(fn, repeat: int) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m engine.bench_models", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="./lab bench models", description=__doc__.split("\n")[0])
     ap.add_argument("--units", type=int, default=45, help="total units of the state game (45)")
     ap.add_argument("--max-players", type=int, default=5, help="states with 2..this many players (5)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing, best is reported (3)")

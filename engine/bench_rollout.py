@@ -1,10 +1,10 @@
 """Benchmarks of the evaluator and the rollout tables.
 
-    python -m engine.bench_rollout evaluator              # evaluations/s (one core)
-    python -m engine.bench_rollout pairs                  # exact pair table, wall time
-    python -m engine.bench_rollout triples-sampled        # sampled triple table, 2,000 boards/row
-    python -m engine.bench_rollout triples-exact-sample N # N random triple rows, projected table
-    python -m engine.bench_rollout all                    # everything (N = 4,000)
+    ./lab bench rollout evaluator              # evaluations/s (one core)
+    ./lab bench rollout pairs                  # exact pair table, wall time
+    ./lab bench rollout triples-sampled        # sampled triple table, 2,000 boards/row
+    ./lab bench rollout triples-exact-sample N # N random triple rows, projected table
+    ./lab bench rollout all                    # everything (N = 4,000)
 
 Targets (2-core machine): evaluator ≥ 300 M/s enumerating, exact pair table ≤ 60 s, sampled
 triple table ≤ 2 min, exact triple table ≤ 2 h (stretch 30 min). Each timing follows a warm-up
@@ -134,7 +134,10 @@ def bench_triples_exact(n_rows: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = f"usage: python -m engine.bench_rollout [{'|'.join(COMMANDS)}] [N]"
+    usage = f"usage: ./lab bench rollout [{'|'.join(COMMANDS)}] [N]"
+    if args[:1] in (["-h"], ["--help"]):
+        print(f"{usage}\n\n{__doc__.strip()}")
+        return 0
     if not args or args[0] not in COMMANDS:
         print(usage, file=sys.stderr)
         return 2

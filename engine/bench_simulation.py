@@ -1,6 +1,6 @@
 """Simulation benchmark: tournaments per second from the start state of a big game.
 
-    python -m engine.bench_simulation [--units 45] [--players 5] [--tournaments N] [--cache FILE]
+    ./lab bench simulation [--units 45] [--players 5] [--tournaments N] [--cache FILE]
 
 The full 45-unit game is not solved, so every state gets a *synthetic* deterministic profile:
 hands are ranked by their equity against a random hand (``win2_vs_random``) and a player jams
@@ -73,7 +73,7 @@ def _timed(game, profile, seats, start, tournaments, seed, sampler, threads, rep
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench simulation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--tournaments", type=int, default=2_000_000)

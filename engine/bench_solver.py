@@ -1,8 +1,8 @@
 """Solver benchmark: cost of one CFR+ iteration per player count, and a small layer solve.
 
-    python -m engine.bench_solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
-                                  [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
-                                  [--no-kept-sums] [--layer-sweeps] [--ex-post]
+    ./lab bench solver [--units 45] [--iterations 100] [--layer-units 8] [--layer-players 3]
+                       [--layer-gamma 1e-3] [--sweep-units 20] [--checkpoint DIR] [--verbose]
+                       [--no-kept-sums] [--layer-sweeps] [--ex-post]
 
 Showdown tensors come from sampled tables built on the fly (the cost of a CFR+ iteration does not
 depend on how the tables were made). Prints ms per iteration for the start-like state of each
@@ -45,7 +45,7 @@ from engine.tournament import compile_game, icm_values, solve_tournament
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench solver", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--layer-units", type=int, default=8)
