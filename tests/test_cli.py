@@ -355,3 +355,19 @@ def test_ctrl_c_while_dagster_closes_a_connection_prints_no_traceback(capsys, mo
         log.error("Exception closing connection %r", "<sqlite3.Connection>", exc_info=True)
     err = capsys.readouterr().err
     assert "Exception closing connection" in err and "disk I/O error" in err and "Traceback" in err
+
+
+def test_lab_bench_help_lists_every_benchmark():
+    """`./lab bench --help` lists the benchmarks the script dispatches (it used to answer 'unknown
+    benchmark'), and an unknown name still exits 2."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    lab = Path(__file__).resolve().parent.parent / "lab"
+    arms = re.findall(r"^ {13}(\w+)\)\s", lab.read_text(), re.M)  # the bench case's arms
+    assert set(arms) >= {"rollout", "models", "solver", "simulation", "layer", "all"}
+    out = subprocess.run([str(lab), "bench", "--help"], capture_output=True, text=True, check=True).stdout
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == arms
+    bad = subprocess.run([str(lab), "bench", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
