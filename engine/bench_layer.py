@@ -120,7 +120,8 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="./lab bench layer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench layer", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--samples", type=int, default=24)

@@ -73,7 +73,8 @@ def _timed(game, profile, seats, start, tournaments, seed, sampler, threads, rep
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="./lab bench simulation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench simulation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--tournaments", type=int, default=2_000_000)

@@ -45,7 +45,8 @@ from engine.tournament import compile_game, icm_values, solve_tournament
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="./lab bench solver", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./lab bench solver", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--units", type=int, default=45)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--layer-units", type=int, default=8)
