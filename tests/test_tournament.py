@@ -817,36 +817,41 @@ def test_compile_layer_ranks_successors_as_state_index_does():
             assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, (key, f.name)
 
 
-@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads resident memory from /proc")
-def test_freed_records_go_back_to_the_system():
-    """Records made in the main thread (a restore) and replaced by solver threads stay in the main
-    thread's arena: resident memory doubles until ``release_free_memory`` hands the pages back."""
+def _resident_mib() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
+
+
+def _replace_in_threads(records: list) -> None:
+    """Each record replaced by a new one made in one of two threads, as solver threads replace the
+    records a restore made in the main thread: the old ones are freed into the main thread's arena."""
     import threading
-
-    from engine.memory import release_free_memory
-
-    def resident() -> float:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20  # MiB
-
-    if not release_free_memory():
-        pytest.skip("the C library has no malloc_trim")
-    n = 8000
-    records = [np.ones((20, 169)) for _ in range(n)]  # 26 KiB each, about 206 MiB
-    before = resident()
 
     def replace(lo: int, hi: int) -> None:
         for i in range(lo, hi):
             records[i] = np.ones((20, 169))
 
+    n = len(records)
     threads = [threading.Thread(target=replace, args=(k * n // 2, (k + 1) * n // 2)) for k in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    grown = resident()
-    assert grown - before > 150  # the replaced records are still held
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads resident memory from /proc")
+def test_freed_records_go_back_to_the_system():
+    """Records made in the main thread (a restore) and replaced by solver threads stay in the main
+    thread's arena: resident memory doubles until ``release_free_memory`` hands the pages back."""
+    from engine.memory import release_free_memory
+
+    if not release_free_memory():
+        pytest.skip("the C library has no malloc_trim")
+    records = [np.ones((20, 169)) for _ in range(8000)]  # 26 KiB each, about 206 MiB
+    before = _resident_mib()
+    _replace_in_threads(records)
+    assert _resident_mib() - before > 150  # the replaced records are still held
     release_free_memory()
-    assert resident() - before < 50
+    assert _resident_mib() - before < 50
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads resident memory from /proc")
@@ -855,43 +860,28 @@ def test_heavy_loops_start_by_handing_back_freed_memory(tiny_tensors):
     resident, out of the next loop's threads' reach. A layer solve and a solver pool (every heavy
     loop makes one) hand it back before they allocate: about 200 MiB of freed records, left in the
     main thread's arena as a finished layer's are, gone by the solve's first progress event."""
-    import threading
-
     from engine.memory import release_free_memory
     from engine.tournament import SolverPool, compile_layer
-
-    def resident() -> float:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20  # MiB
 
     if not release_free_memory():
         pytest.skip("the C library has no malloc_trim")
 
     def leave_freed_records() -> list:
-        n = 8000
-        records = [np.ones((20, 169)) for _ in range(n)]  # 26 KiB each, about 206 MiB
-
-        def replace(lo: int, hi: int) -> None:
-            for i in range(lo, hi):
-                records[i] = np.ones((20, 169))
-
-        threads = [threading.Thread(target=replace, args=(k * n // 2, (k + 1) * n // 2)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        records = [np.ones((20, 169)) for _ in range(8000)]  # about 206 MiB
+        _replace_in_threads(records)
         return records
 
     _, hands = compile_layer(6, 2, PAYOUTS)
     kept = leave_freed_records()
-    held = resident()
+    held = _resident_mib()
     SolverPool(1, hands[0]).close()
-    assert held - resident() > 150
+    assert held - _resident_mib() > 150
 
     kept += leave_freed_records()
-    held = resident()
+    held = _resident_mib()
     seen = []
     solve_layer(6, 2, PAYOUTS, 1e-2, tiny_tensors, {}, threads=1,
-                progress=lambda e: seen.append(resident()) if e["event"] == "preparing" else None)
+                progress=lambda e: seen.append(_resident_mib()) if e["event"] == "preparing" else None)
     assert held - seen[0] > 150
     assert len(kept) == 16_000
 
