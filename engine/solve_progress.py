@@ -194,8 +194,11 @@ def kinded_clock(hands: list[CompiledHand], todo: list[int]) -> KindedClock:
     tree (a model sweep's layer, a nemesis round, a profile's hand outcomes): :func:`cost_kinds`.
     The loops hand out the heaviest trees first, so at the rate of all states their estimates ran
     high until the cheap trees came."""
-    kinds, prior = cost_kinds(hands)
-    mask = np.zeros(len(hands), dtype=bool)
+    return _clock_over(*cost_kinds(hands), todo)
+
+
+def _clock_over(kinds: np.ndarray, prior: np.ndarray, todo: list[int]) -> KindedClock:
+    mask = np.zeros(len(kinds), dtype=bool)
     mask[todo] = True
     return KindedClock(kinds, mask, prior)
 
@@ -246,9 +249,7 @@ def estimable_loop(hands: list[CompiledHand], order: list[int], done: set[int], 
     kinds, prior = cost_kinds(hands)
     left = np.array([s for s in order if s not in done], dtype=np.int64)
     todo = estimable_order(left, kinds, seed).tolist()  # the pilot taken from the states left
-    mask = np.zeros(len(hands), dtype=bool)
-    mask[todo] = True
-    return todo, KindedClock(kinds, mask, prior)
+    return todo, _clock_over(kinds, prior, todo)
 
 
 COLD_COST = 4.0
