@@ -44,7 +44,7 @@ from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, compile_hand, pass_cost, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
-from engine.memory import release_free_memory
+from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds
 from engine.warm_starts import start_from_neighbour, warm_start_waves
@@ -204,6 +204,24 @@ def _rescale_regrets(solver: HandSolver) -> None:
     if RESTART_WEIGHT is None or solver.regret_weight == 0.0:
         return
     solver.rescale_regrets(RESTART_WEIGHT)
+
+
+def keep_records_in_place(solver: HandSolver, ledger: Ledger, s: int, solution: np.ndarray | None,
+                          gains: np.ndarray | None, margins: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """Put state ``s``'s new records (certified profile, gains, decision margins, and its outcome
+    probabilities into the ledger) into the memory of the ones they replace, where those fit.
+
+    A resumed layer restores every record in the main thread; replaced by new ones made in the
+    solver threads, they freed pages the trim could not hand back (:mod:`engine.memory`), and
+    the 45-unit 5-player layer grew by about 22 KiB per state. The layer solve's own threads are
+    the only readers of a state's records until it returns, so they are written in place."""
+    if solver.solution is not None:
+        solver.solution = into_kept(solution, solver.solution)
+    if solver.gains is not None:
+        solver.gains = into_kept(gains, solver.gains)
+    if solver.margins is not None:
+        solver.margins = tuple(into_kept(k, x) for k, x in zip(margins or (None, None), solver.margins))
+    ledger.order_probs[s] = into_kept(ledger.order_probs[s], solver.order_probs)
 
 
 def prepare_resolve(solver: HandSolver, exploitability: float, target: float) -> bool:
@@ -501,6 +519,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 ws = pool.workspace()
                 ws.forget()  # a state's results must not depend on which states this thread ran before
                 solver = solvers[s]
+                kept = (solver.solution, solver.gains, solver.margins)  # their memory takes the new ones
                 U = utilities(solver.hand, values)
                 fresh = solver.iterations == 0
                 if not fresh:
@@ -560,7 +579,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     solver.keep_jam_chances(ws)
                 if keep_depth2_sums:
                     solver.keep_depth2_sums(ws)
-                ledger.order_probs[s] = solver.order_probs.copy()
+                keep_records_in_place(solver, ledger, s, *kept)
                 ledger.drift[s] = 0.0
                 ledger.checked_at[s] = outer
                 ledger.bound[s] = e

@@ -100,6 +100,31 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
     np.testing.assert_allclose(resumed.values, solved[3].values, atol=5 * GAMMA)
 
 
+def test_a_resumed_solve_writes_new_records_into_the_restored_ones(tmp_path, tiny_tensors, solved, monkeypatch):
+    """The records a resume restores (made in the main thread) take the re-solves' new ones in their
+    own memory, so the freed pages a trim cannot hand back never pile up (engine.memory): each state
+    ends with the very arrays restored for it, holding the resumed solve's results."""
+    import engine.tournament as tournament
+
+    lower = {2: solved[2].values}
+    solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=1)
+    restored, load_layer = {}, tournament.load_layer
+
+    def load_and_note(folder, n, solvers, ledger=None, profiles=True):
+        out = load_layer(folder, n, solvers, ledger, profiles)
+        restored.update(solution=[x.solution for x in solvers], order_probs=list(ledger.order_probs))
+        return out
+
+    monkeypatch.setattr(tournament, "load_layer", load_and_note)
+    resumed = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path)
+    assert sum(entry["states_updated"] for entry in resumed.log[1:]) > 0  # re-solves replaced records
+    assert all(x is not None for x in restored["solution"])
+    assert all(a is b for a, b in zip(resumed.strategy, restored["solution"]))
+    assert all(a is b for a, b in zip(resumed.order_probs, restored["order_probs"]))
+    np.testing.assert_allclose(resumed.values, solved[3].values, atol=5 * GAMMA)
+    assert_certified_from_scratch(resumed, lower, tiny_tensors)
+
+
 def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     """The array-at-a-time checkpoint file restores each state's record bit for bit: regrets,
     predictions, iteration count and regret weight, certified profile and its gains, decision margins, and what the
