@@ -158,15 +158,17 @@ def _gather_add(flat, positions, table, next_states, seats):
 
 def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """Per next-layer size m: the flat positions in U of the surviving seats' (t, o, p), their
-    next states and their seats there. Built on first use and kept on the hand."""
+    next states and their seats there. Built on first use and kept on the hand, in the narrowest
+    types that hold them (int32, int32, int8: 9 instead of 24 bytes a seat; the 45-unit 5-player
+    layer's plans about 0.33 instead of 0.89 GiB, which a resumed solve builds anew)."""
     plan = hand.utility_plan
     if plan is None:
         T, O, n = hand.term_seat.shape
         plan = []
         for m in np.unique(hand.term_next_players[hand.term_next_players > 0]).tolist():
             alive = (hand.term_next_players == m)[:, :, None] & (hand.term_seat >= 0)
-            positions = np.flatnonzero(alive)
-            next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive]
-            plan.append((int(m), positions, next_states, hand.term_seat[alive]))
+            positions = np.flatnonzero(alive).astype(np.int32)
+            next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive].astype(np.int32)
+            plan.append((int(m), positions, next_states, hand.term_seat[alive].astype(np.int8)))
         hand.utility_plan = plan
     return plan
