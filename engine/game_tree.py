@@ -56,9 +56,11 @@ class CompiledHand:
     term_depth: np.ndarray  # int64[T] number of jamming deciders
     term_orders: np.ndarray  # int64[T] number of outcomes (1, 2 or 6)
     term_prize: np.ndarray  # float64[T, 6, n] $ paid now to each old position
-    term_next: np.ndarray  # int64[T, 6] index of the next state in its layer, -1 if the tournament ended
-    term_next_players: np.ndarray  # int64[T, 6] players in the next state (0 if ended)
-    term_seat: np.ndarray  # int64[T, 6, n] old position -> seat in the next state, -1 if out
+    # (the next three in the narrowest types that hold them: kept for every state of a layer all
+    # through its solve: 1.2 instead of 6.8 KiB a 45-unit 5-player hand, 0.16 instead of 0.88 GiB in all)
+    term_next: np.ndarray  # int32[T, 6] index of the next state in its layer, -1 if the tournament ended
+    term_next_players: np.ndarray  # int8[T, 6] players in the next state (0 if ended)
+    term_seat: np.ndarray  # int8[T, 6, n] old position -> seat in the next state, -1 if out
     utility_plan: list | None = field(default=None, repr=False, compare=False)  # see _utility_plan
 
 
@@ -88,9 +90,9 @@ def compile_hand(stacks: tuple[int, ...], payouts: tuple[float, ...],
     term_depth = np.zeros(T, dtype=np.int64)
     term_orders = np.zeros(T, dtype=np.int64)
     term_prize = np.zeros((T, MAX_ORDERS, n))
-    term_next = np.full((T, MAX_ORDERS), -1, dtype=np.int64)
-    term_next_players = np.zeros((T, MAX_ORDERS), dtype=np.int64)
-    term_seat = np.full((T, MAX_ORDERS, n), -1, dtype=np.int64)
+    term_next = np.full((T, MAX_ORDERS), -1, dtype=np.int32)
+    term_next_players = np.zeros((T, MAX_ORDERS), dtype=np.int8)
+    term_seat = np.full((T, MAX_ORDERS, n), -1, dtype=np.int8)
     for t, term in enumerate(tree.terminals):
         jam = tuple(term.jammers)
         showdown_only = tuple(p for p in term.contesting if p not in jam)
@@ -168,7 +170,7 @@ def _utility_plan(hand: CompiledHand) -> list[tuple[int, np.ndarray, np.ndarray,
         for m in np.unique(hand.term_next_players[hand.term_next_players > 0]).tolist():
             alive = (hand.term_next_players == m)[:, :, None] & (hand.term_seat >= 0)
             positions = np.flatnonzero(alive).astype(np.int32)
-            next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive].astype(np.int32)
-            plan.append((int(m), positions, next_states, hand.term_seat[alive].astype(np.int8)))
+            next_states = np.broadcast_to(hand.term_next[:, :, None], (T, O, n))[alive]
+            plan.append((int(m), positions, next_states, hand.term_seat[alive]))
         hand.utility_plan = plan
     return plan
