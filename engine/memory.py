@@ -13,7 +13,9 @@ stayed resident (see :class:`engine.tournament.SolverPool`, which trims before e
 The trim hands back whole free pages only, and a restore interleaves each state's records with
 small ones that stay (gains, Python objects): the same layer, resumed with a trim at every block
 checkpoint, still grew by about 22 KiB per state. So a layer solve writes a state's new records
-into the memory of those it replaces (:func:`into_kept`) and the restored pages stay in use.
+into the memory of those it replaces (:func:`into_kept`) and the restored pages stay in use: the
+low points after the trims then held at 18.7 GiB over the next 7,000 states, where they had
+risen from 18.8 to 19.1 GiB over 14,000 (the same outer iteration, stop 43).
 """
 
 from __future__ import annotations
