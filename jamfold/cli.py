@@ -190,18 +190,20 @@ def cmd_build(args: argparse.Namespace) -> None:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
     elif args.skip_models:
         print("(model analyses skipped: --skip-models; the same command without it goes on with them)", file=sys.stderr)
+    from jamfold.interrupts import SigintWatch
     from jamfold.progress import BuildProgress, build_logger, quiet_interrupted_closes
 
     quiet_interrupted_closes()
-    progress = BuildProgress(total=len(selection))
-    defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
-                          jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
-    try:
-        result = defs.resolve_job_def("jamfold_build").execute_in_process(
-            instance=dg.DagsterInstance.get(), raise_on_error=False, run_config={"loggers": {"build": {}}})
-    finally:
-        progress.finish()
-    if progress.interrupted:
+    with SigintWatch() as sigints:
+        progress = BuildProgress(total=len(selection), sigints=sigints)
+        defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
+                              jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
+        try:
+            result = defs.resolve_job_def("jamfold_build").execute_in_process(
+                instance=dg.DagsterInstance.get(), raise_on_error=False, run_config={"loggers": {"build": {}}})
+        finally:
+            progress.finish()
+    if progress.interrupted or sigints.received:  # a SIGINT that ended no step still ends the build
         print("jamfold: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(130)
     if not result.success:

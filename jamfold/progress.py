@@ -18,6 +18,8 @@ from typing import TextIO
 import dagster as dg
 from tqdm import tqdm
 
+from jamfold.interrupts import SigintWatch, redeliver_sigint
+
 EVENT = dg.DagsterEventType
 
 INTERRUPTED = "DagsterExecutionInterruptedError"
@@ -27,8 +29,10 @@ INTERRUPTED = "DagsterExecutionInterruptedError"
 class BuildProgress(logging.Handler):
     """A logging handler for a Dagster run of ``total`` steps (one per asset)."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, bar: bool | None = None):
+    def __init__(self, total: int, stream: TextIO | None = None, bar: bool | None = None,
+                 sigints: SigintWatch | None = None):
         super().__init__(logging.DEBUG)
+        self.sigints = sigints  # every SIGINT of the run, wherever Dagster's interrupt error went
         self.stream = stream or sys.stderr
         # disable=None: tqdm shows the bar only on a terminal
         self.bar = tqdm(total=total, desc="assets", unit="asset", file=self.stream,
@@ -36,12 +40,17 @@ class BuildProgress(logging.Handler):
                         "[{elapsed}{postfix}]", dynamic_ncols=True, leave=True)
         self.failed: list[str] = []
         self.interrupted = False  # Ctrl-C or SIGINT: Dagster records the running step as interrupted
+        self._stopping = False  # a step failed with Dagster's interrupt error: the run stops after it
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
         step = (event.step_key if event is not None else None) or meta.get("op_name") or ""
         kind = event.event_type_value if event is not None else None
+        if self.sigints is not None and (self.sigints.poll() or self.sigints.received):
+            self.interrupted = True  # a step failing now failed by it (e.g. "RuntimeError: Query interrupted")
+            if kind == EVENT.STEP_START.value and not self._stopping:  # the SIGINT did not stop the run:
+                redeliver_sigint()  # Dagster raises it as this step's code starts, and the run stops
         if kind == EVENT.STEP_START.value:
             self.bar.set_postfix_str(step)
         elif kind == EVENT.STEP_SUCCESS.value:
@@ -51,11 +60,12 @@ class BuildProgress(logging.Handler):
         data = getattr(event, "event_specific_data", None)
         level, message = record.levelno, meta.get("orig_message") or record.getMessage()
         error = getattr(data, "error", None)
-        if kind == EVENT.STEP_FAILURE.value and error is not None and error.cls_name == INTERRUPTED:
+        if kind == EVENT.STEP_FAILURE.value and (self.interrupted or (error is not None and error.cls_name == INTERRUPTED)):
             self.interrupted = True
+            self._stopping = self._stopping or (error is not None and error.cls_name == INTERRUPTED)
             level, message = logging.INFO, "interrupted"
-        elif kind == EVENT.RUN_FAILURE.value and self.interrupted:  # (its value is "PIPELINE_FAILURE")
-            return  # "Execution was interrupted unexpectedly. …": the build says it in its own words
+        elif self.interrupted and (kind == EVENT.RUN_FAILURE.value or message.startswith("Dependencies for step")):
+            return  # "… interrupted unexpectedly", the steps left out: the build says it in its own words
         elif kind == EVENT.STEP_FAILURE.value and error is not None:
             message = f"{message}\n{error.to_string().rstrip()}"  # what failed, and where
         elif kind == EVENT.ASSET_CHECK_EVALUATION.value and getattr(data, "passed", True) is False:

@@ -371,3 +371,46 @@ def test_lab_bench_help_lists_every_benchmark():
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == arms
     bad = subprocess.run([str(lab), "bench", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
+
+
+def _interrupt_first_write(monkeypatch, then_fail: bool) -> None:
+    """Make the build's first table write receive a SIGINT the way a DuckDB query does: the signal
+    lands while the query runs, Dagster's handler raises its interrupt error, and DuckDB swallows it
+    to fail the query with "Query interrupted" (``then_fail``) or, with the query already done,
+    drops it and goes on."""
+    import signal
+
+    from warehouse import db
+
+    original = db.replace_rows
+    calls = []
+
+    def replace_rows(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            try:
+                signal.raise_signal(signal.SIGINT)  # runs the handler in place now: Dagster's
+            except BaseException:
+                pass
+            if then_fail:
+                raise RuntimeError("Query interrupted")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(db, "replace_rows", replace_rows)
+
+
+@pytest.mark.parametrize("then_fail", [True, False], ids=["query-failed", "interrupt-dropped"])
+def test_a_build_whose_interrupt_a_query_swallowed_still_stops_and_exits_130(capsys, tmp_path, monkeypatch, then_fail):
+    """A SIGINT that DuckDB turned into a failed query ended the build with "build failed", a
+    traceback and the other steps still running (3 of 15 Ctrl-Cs of a tiny build); one it dropped
+    let the build finish and exit 0. Either way the build now stops at the next step and says it
+    was interrupted."""
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
+    _interrupt_first_write(monkeypatch, then_fail)
+    code, out, err = run(capsys, "build", "--config", str(config), "--warehouse", str(tmp_path / "lab.duckdb"))
+    assert code == 130, err
+    assert "jamfold: interrupted; finished work is kept, run the same command again to resume" in err
+    assert " - interrupted" in err
+    assert "Traceback" not in err and "ERROR" not in err and "build failed" not in err, err
+    assert "building pair table" not in err and " solve_" not in err, err  # stopped at the next step
+    assert "built 'tiny'" not in out

@@ -65,6 +65,22 @@ def test_frames_streamed_in_one_transaction(tmp_path):
         assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 6
 
 
+def test_a_write_whose_query_ctrl_c_interrupted_raises_the_interrupt_and_keeps_the_old_rows(tmp_path):
+    """DuckDB rolls back the transaction of a query that Ctrl-C interrupted, so the write's own
+    ROLLBACK found none and its "no transaction is active" error hid the interrupt (a build
+    interrupted while writing showed that traceback)."""
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+
+        def chunks():
+            yield _frame("a", 5)
+            con.execute("ROLLBACK")  # what DuckDB does to the interrupted query's transaction
+            raise RuntimeError("Query interrupted")
+        with pytest.raises(RuntimeError, match="Query interrupted"):
+            db.replace_rows(con, "model_examples", chunks(), {"game": "a"})
+        assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 3
+
+
 def test_constants_fill_columns(tmp_path):
     with db.session(tmp_path / "w.duckdb") as con:
         frame = _frame("x", 2).drop(columns=["game", "model"])

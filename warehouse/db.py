@@ -128,7 +128,10 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
             written += len(part)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.TransactionException:  # DuckDB already rolled back a query that Ctrl-C interrupted
+            pass
         raise
     return written
 
