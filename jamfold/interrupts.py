@@ -6,7 +6,7 @@ is, and that error is not always what ends the step:
 - DuckDB checks for signals while a query runs; one that arrives then interrupts the query, and
   the step fails with DuckDB's ``RuntimeError: Query interrupted`` (a user-code error: Dagster
   goes on with the steps that do not depend on it, and the build said "build failed" with a
-  traceback). Measured: 3 of 15 SIGINTs sent 0–6 s after a tiny build's first solve started.
+  traceback). Measured: 4 of 18 SIGINTs sent 0–6 s after a tiny build's first layer logged.
 - Python drops an exception raised where it cannot propagate (a finalizer, a callback), and the
   step, then the build, went on to the end and exited 0 (seen twice in a row in one test run).
 

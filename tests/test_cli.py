@@ -439,7 +439,7 @@ def _interrupt_first_write(monkeypatch, then_fail: bool) -> None:
 @pytest.mark.parametrize("then_fail", [True, False], ids=["query-failed", "interrupt-dropped"])
 def test_a_build_whose_interrupt_a_query_swallowed_still_stops_and_exits_130(capsys, tmp_path, monkeypatch, then_fail):
     """A SIGINT that DuckDB turned into a failed query ended the build with "build failed", a
-    traceback and the other steps still running (3 of 15 Ctrl-Cs of a tiny build); one it dropped
+    traceback and the other steps still running (4 of 18 Ctrl-Cs of a tiny build); one it dropped
     let the build finish and exit 0. Either way the build now stops at the next step and says it
     was interrupted."""
     config = _tiny_game(tmp_path, monkeypatch.setenv)
