@@ -47,10 +47,12 @@ class BuildProgress(logging.Handler):
         event = meta.get("dagster_event")
         step = (event.step_key if event is not None else None) or meta.get("op_name") or ""
         kind = event.event_type_value if event is not None else None
-        if self.sigints is not None and (self.sigints.poll() or self.sigints.received):
-            self.interrupted = True  # a step failing now failed by it (e.g. "RuntimeError: Query interrupted")
-            if kind == EVENT.STEP_START.value and not self._stopping:  # the SIGINT did not stop the run:
-                redeliver_sigint()  # Dagster raises it as this step's code starts, and the run stops
+        if self.sigints is not None:
+            self.sigints.poll()
+            if self.sigints.received:
+                self.interrupted = True  # a step failing now failed by it (e.g. "RuntimeError: Query interrupted")
+                if kind == EVENT.STEP_START.value and not self._stopping:  # the SIGINT did not stop the run:
+                    redeliver_sigint()  # Dagster raises it as this step's code starts, and the run stops
         if kind == EVENT.STEP_START.value:
             self.bar.set_postfix_str(step)
         elif kind == EVENT.STEP_SUCCESS.value:
@@ -60,9 +62,10 @@ class BuildProgress(logging.Handler):
         data = getattr(event, "event_specific_data", None)
         level, message = record.levelno, meta.get("orig_message") or record.getMessage()
         error = getattr(data, "error", None)
-        if kind == EVENT.STEP_FAILURE.value and (self.interrupted or (error is not None and error.cls_name == INTERRUPTED)):
+        dagster_interrupt = error is not None and error.cls_name == INTERRUPTED
+        if kind == EVENT.STEP_FAILURE.value and (self.interrupted or dagster_interrupt):
             self.interrupted = True
-            self._stopping = self._stopping or (error is not None and error.cls_name == INTERRUPTED)
+            self._stopping = self._stopping or dagster_interrupt
             level, message = logging.INFO, "interrupted"
         elif self.interrupted and (kind == EVENT.RUN_FAILURE.value or message.startswith("Dependencies for step")):
             return  # "… interrupted unexpectedly", the steps left out: the build says it in its own words

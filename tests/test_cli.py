@@ -295,9 +295,9 @@ def test_build_progress_says_interrupted_without_the_run_failure():
     assert "Traceback" not in text and "ERROR" not in text and "unexpectedly" not in text
 
 
-def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
-    """SIGINT (Ctrl-C) during a real `jamfold build`: exit status 130, one line saying the finished
-    work is kept, no traceback (the compute-log watchers printed two before)."""
+def _sigint_a_tiny_build(folder, after_s: float) -> tuple[int, str, str]:
+    """Run `jamfold build` of the tiny game in ``folder`` as its own process and send it SIGINT
+    ``after_s`` seconds after its first layer logs; returns its exit status, stdout and stderr."""
     import os
     import signal
     import subprocess
@@ -305,20 +305,28 @@ def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
     import time
 
     env = {**os.environ}
-    config = _tiny_game(tmp_path, env.__setitem__)
-    log = tmp_path / "err.log"
+    config = _tiny_game(folder, env.__setitem__)
+    log = folder / "err.log"
     with open(log, "w") as err:
         proc = subprocess.Popen([sys.executable, "-c", "from jamfold.cli import main; main()", "build", "--config",
-                                 str(config), "--warehouse", str(tmp_path / "lab.duckdb")],
+                                 str(config), "--warehouse", str(folder / "lab.duckdb")],
                                 env=env, stdout=subprocess.PIPE, stderr=err, text=True)
         deadline = time.monotonic() + 300
         while " solve_" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert proc.poll() is None, log.read_text()  # still building when the first layer logs
+            time.sleep(0.05)
+        if after_s == 0:
+            assert proc.poll() is None, log.read_text()  # still building when the first layer logs
+        time.sleep(after_s)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=300)
-    text = log.read_text()
-    assert proc.returncode == 130, text
+    return proc.returncode, out, log.read_text()
+
+
+def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
+    """SIGINT (Ctrl-C) during a real `jamfold build`: exit status 130, one line saying the finished
+    work is kept, no traceback (the compute-log watchers printed two before)."""
+    returncode, out, text = _sigint_a_tiny_build(tmp_path, after_s=0.0)
+    assert returncode == 130, text
     assert "jamfold: interrupted; finished work is kept, run the same command again to resume" in text
     assert " - interrupted" in text and "Traceback" not in text and "build failed" not in text
     assert "interrupted unexpectedly" not in text  # Dagster's run failure line, said in the build's words
@@ -331,34 +339,16 @@ def test_ctrl_c_at_random_moments_of_a_build_always_exits_130(tmp_path):
     the ex post checks, the model analyses, their DuckDB writes): each build says it was
     interrupted and exits 130, with no traceback and no failed step. Before the SIGINT watch, 4
     of 18 such builds said "build failed" with DuckDB's "Query interrupted"."""
-    import os
     import random
-    import signal
-    import subprocess
-    import sys
-    import time
 
     moments = random.Random(2026).sample(range(0, 6000, 50), 12)
     for k, ms in enumerate(moments):
-        env = {**os.environ}
         folder = tmp_path / str(k)
         folder.mkdir()
-        config = _tiny_game(folder, env.__setitem__)
-        log = folder / "err.log"
-        with open(log, "w") as err:
-            proc = subprocess.Popen([sys.executable, "-c", "from jamfold.cli import main; main()", "build",
-                                     "--config", str(config), "--warehouse", str(folder / "lab.duckdb")],
-                                    env=env, stdout=subprocess.PIPE, stderr=err, text=True)
-            deadline = time.monotonic() + 300
-            while " solve_" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(ms / 1000)
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=300)
-        text = log.read_text()
+        returncode, out, text = _sigint_a_tiny_build(folder, after_s=ms / 1000)
         if "built 'tiny'" in out:  # the build ended before the signal: nothing to interrupt
             continue
-        assert proc.returncode == 130, f"SIGINT {ms} ms in:\n{text}"
+        assert returncode == 130, f"SIGINT {ms} ms in:\n{text}"
         assert "Traceback" not in text and "ERROR" not in text and "build failed" not in text, text
 
 

@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -128,10 +128,8 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
             written += len(part)
         con.execute("COMMIT")
     except BaseException:
-        try:
+        with suppress(duckdb.TransactionException):  # DuckDB already rolled back a query Ctrl-C interrupted
             con.execute("ROLLBACK")
-        except duckdb.TransactionException:  # DuckDB already rolled back a query that Ctrl-C interrupted
-            pass
         raise
     return written
 
