@@ -182,25 +182,29 @@ def cmd_build(args: argparse.Namespace) -> None:
                  "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    models = [model_strategies, fgs_strategies, deviation_statistics, ex_post_models, simulations]
-    left_out = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, *models] if args.skip_solve \
-        else models if args.skip_models else []
+    sweeps = [model_strategies, fgs_strategies, ex_post_models, simulations]
+    left_out = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, deviation_statistics, *sweeps] \
+        if args.skip_solve else sweeps if args.skip_models else []
     selection = [a for a in ALL_ASSETS if a not in left_out]
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
     elif args.skip_models:
-        print("(model analyses skipped: --skip-models; the same command without it goes on with them)", file=sys.stderr)
+        print("(model sweeps skipped: --skip-models; Harville, Weitzman and Roberts are compared with the equilibrium, "
+              "the same command without the flag goes on with the sweeps)", file=sys.stderr)
     from jamfold.interrupts import SigintWatch
     from jamfold.progress import BuildProgress, build_logger, quiet_interrupted_closes
 
     quiet_interrupted_closes()
+    run_config: dict = {"loggers": {"build": {}}}
+    if args.skip_models:  # the deviation statistics compare the models that need no sweep
+        run_config["ops"] = {"deviation_statistics": {"config": {"sweeps_left_out": True}}}
     with SigintWatch() as sigints:
         progress = BuildProgress(total=len(selection), sigints=sigints)
         defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
                               jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
         try:
             result = defs.resolve_job_def("jamfold_build").execute_in_process(
-                instance=dg.DagsterInstance.get(), raise_on_error=False, run_config={"loggers": {"build": {}}})
+                instance=dg.DagsterInstance.get(), raise_on_error=False, run_config=run_config)
         finally:
             progress.finish()
     if progress.interrupted or sigints.received:  # a SIGINT that ended no step still ends the build
@@ -370,8 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "strategies); the full games' solves take hours")
     skip.add_argument("--skip-models", action="store_true",
                       help="build the equilibrium and its pages (solves, finishing probabilities, its ex post check) "
-                           "but leave out the model analyses (model sweeps, deviations, their ex post checks, "
-                           "simulations), which take most of a full game's time")
+                           "and compare Harville, Weitzman and Roberts with it, but leave out the model sweeps (the "
+                           "models' strategies, FGS, their ex post checks, simulations), which take most of a full "
+                           "game's time")
     b.set_defaults(func=cmd_build)
     return p
 

@@ -213,9 +213,10 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
 
 
 def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
-    """`jamfold build --skip-models`: the equilibrium, its checks and its pages, no model analysis
-    (for the `thesis` game: the equilibrium's pages after its solve, not after the 140-175 h of model
-    sweeps). The same command without the flag then goes on with the models, the solve read back."""
+    """`jamfold build --skip-models`: the equilibrium, its checks and its pages, and the ICM family
+    compared with it, but no model sweep (for the `thesis` game: those pages after its solve, not
+    after the 140-175 h of model sweeps). The same command without the flag then goes on with the
+    sweeps, the solve read back, and the comparison page gains the FGS depths."""
     import duckdb
 
     config = _tiny_game(tmp_path, monkeypatch.setenv)
@@ -224,22 +225,33 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     assert code == 2 and "not allowed with argument" in err
     code, out, err = run(capsys, *args, "--skip-models")
     assert code == 0, err
-    assert "(model analyses skipped: --skip-models" in err and "solve_3p - " in err and "model_strategies" not in err
+    assert "(model sweeps skipped: --skip-models" in err and "solve_3p - " in err and "model_strategies" not in err
+    assert "deviation_statistics - harville: MAPD" in err and "not compared yet" in err and "FGS-1, FGS-2, FGS-3" in err
     site = tmp_path / "build" / "site"
     assert (site / "solve-quality.html").is_file() and (site / "push-fold.html").is_file()
-    assert not (site / "models.html").exists() and not (site / "simulation.html").exists()
+    models_page = (site / "models.html").read_text()
+    assert "Not compared yet: FGS-1, FGS-2, FGS-3." in models_page and "No model's strategy has been solved yet" in models_page
+    assert "fgs-depth" not in models_page and 'href="models.html"' in (site / "index.html").read_text()
+    assert not (site / "model-ranges.html").exists() and not (site / "simulation.html").exists()
+    assert not (site / "ex-post.html").exists()
 
     def count(table: str) -> int:
         with duckdb.connect(str(tmp_path / "lab.duckdb"), read_only=True) as con:
             return con.execute(f"SELECT count(*) FROM {table} WHERE game = 'tiny'").fetchone()[0]
 
     assert count("equilibrium_values") and count("finishing") and count("nemesis_values")
-    assert count("model_nodes") == count("simulation") == 0
+    assert count("model_nodes") == count("simulation") == count("fgs_values") == 0
+    with duckdb.connect(str(tmp_path / "lab.duckdb"), read_only=True) as con:
+        compared = dict(con.execute("SELECT model, pairs FROM deviation_summary WHERE game = 'tiny' "
+                                    "AND players IS NULL AND averaging = 'plain'").fetchall())
+        pairs = con.execute("SELECT sum(players) FROM states WHERE game = 'tiny'").fetchone()[0]
+    assert compared == {"harville": pairs, "weitzman": pairs, "roberts": pairs}
     code, out, err = run(capsys, *args)
     assert code == 0, err
     assert "read back solved from its checkpoint" in err and "model_strategies - " in err
+    models_page = (site / "models.html").read_text()
+    assert "Not compared yet" not in models_page and "fgs-depth" in models_page and (site / "simulation.html").is_file()
     assert count("model_nodes") and count("simulation")
-    assert (site / "models.html").is_file() and (site / "simulation.html").is_file()
 
 
 def test_lab_and_the_build_write_one_dagster_yaml(tmp_path):

@@ -350,6 +350,43 @@ def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, m
     assert not checks["finishing_by_stack_sums_to_1"].passed
 
 
+def test_deviation_statistics_without_the_sweeps_expect_the_icm_family_and_the_stored_fgs_depths(
+        tiny_build, tmp_path, monkeypatch):
+    """Run as `--skip-models` runs it (``sweeps_left_out``), the asset passes with no FGS value stored
+    and names those depths pending; the full build's run of it fails then. A stored depth, or an ICM
+    model, that misses a (state, position) fails it either way."""
+    import dagster as dg
+
+    from assets.deviation import deviation_statistics
+
+    left_out = {"ops": {"deviation_statistics": {"config": {"sweeps_left_out": True}}}}
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+
+    def compared_check(**kwargs):
+        result = dg.materialize([deviation_statistics], resources=resources, raise_on_error=False, **kwargs)
+        checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+        meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
+                for e in result.get_asset_materialization_events()}["deviation_statistics"]
+        return checks["every_model_compared_everywhere"], meta
+
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM fgs_values WHERE game = 'tiny' AND depth > 1")
+    check, meta = compared_check(run_config=left_out)
+    assert check.passed and meta["models"].value == ["harville", "weitzman", "roberts", "FGS-1"]
+    assert meta["models_pending"].value == ["FGS-2", "FGS-3"]
+    check, meta = compared_check()
+    assert not check.passed and set(check.metadata["models_short"].data) == {"FGS-2", "FGS-3"}
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM fgs_values WHERE game = 'tiny' AND depth = 1 AND state_id = 0")
+    check, _ = compared_check(run_config=left_out)
+    assert not check.passed and set(check.metadata["models_short"].data) == {"FGS-1"}
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM fgs_values WHERE game = 'tiny'")
+        con.execute("DELETE FROM model_payoffs WHERE game = 'tiny' AND model = 'roberts' AND state_id = 0")
+    check, _ = compared_check(run_config=left_out)
+    assert not check.passed and set(check.metadata["models_short"].data) == {"roberts"}
+
+
 def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibrium(tiny_build, tmp_path,
                                                                                   monkeypatch):
     """finishing_probabilities killed in its second layer: the rerun computes only that layer and

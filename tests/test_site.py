@@ -28,8 +28,9 @@ def test_home_page_links_every_page(tiny_build):
 
 
 def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
-    """The equilibrium's pages without the model pages (model_strategies not run yet, e.g. a build
-    stopped after the solve): no page links to a model page, which mkdocs --strict would reject."""
+    """The equilibrium's pages and the ICM family's comparison, without the pages that need the model
+    sweeps (a `--skip-models` build, or one stopped after the solve): no page links to a missing
+    page, which mkdocs --strict would reject."""
     import duckdb
 
     from sitegen.build import build_site
@@ -37,11 +38,13 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
     warehouse = tmp_path / "lab.duckdb"
     shutil.copy(tiny_build["warehouse"], warehouse)
     with duckdb.connect(str(warehouse)) as con:
-        con.execute("DELETE FROM model_nodes WHERE game = 'tiny'")
+        for table in ("model_nodes", "fgs_values", "model_sweeps"):
+            con.execute(f"DELETE FROM {table} WHERE game = 'tiny'")
     site = build_site("tiny", warehouse, tmp_path / "out")
-    assert (site / "solve-quality.html").exists() and not (site / "models.html").exists()
+    assert (site / "solve-quality.html").exists() and (site / "models.html").exists()
+    assert "Not compared yet: FGS-1, FGS-2, FGS-3." in (site / "models.html").read_text()
     for page in site.glob("*.html"):
-        for model_page in ("models", "model-ranges", "ex-post", "simulation"):
+        for model_page in ("model-ranges", "ex-post", "simulation"):
             assert f'href="{model_page}.' not in page.read_text(), (page.name, model_page)  # .html or a dead .md
 
 

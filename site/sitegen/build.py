@@ -19,7 +19,8 @@ NAV = [("Home", "index.md"), ("Showdown tables", "showdown.md"), ("Equity models
        ("Models vs equilibrium", "models.md"), ("Model ranges", "model-ranges.md"), ("Ex post", "ex-post.md"),
        ("Simulation", "simulation.md"), ("Warehouse", "warehouse.md")]
 EQUILIBRIUM_PAGES = {"equilibrium.md", "push-fold.md", "solve-quality.md"}
-MODEL_PAGES = {"models.md", "model-ranges.md", "ex-post.md", "simulation.md"}
+COMPARISON_PAGES = {"models.md"}  # the equilibrium and the ICM family's payoffs, no model sweep needed
+MODEL_PAGES = {"model-ranges.md", "ex-post.md", "simulation.md"}
 PAGES = {
     "index.md": pages.home_page,
     "showdown.md": pages.showdown_page,
@@ -41,11 +42,13 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
     write_assets(docs_dir)
     written = []
     with db.session(warehouse, read_only=True) as con:
-        solved, modelled = pages.is_solved(con, game), pages.is_modelled(con, game)
-        for stale in EQUILIBRIUM_PAGES | MODEL_PAGES:
+        solved, compared = pages.is_solved(con, game), pages.is_compared(con, game)
+        modelled = pages.is_modelled(con, game)
+        for stale in EQUILIBRIUM_PAGES | COMPARISON_PAGES | MODEL_PAGES:
             (docs_dir / stale).unlink(missing_ok=True)
         for name, render in PAGES.items():
-            if (name in EQUILIBRIUM_PAGES and not solved) or (name in MODEL_PAGES and not modelled):
+            if ((name in EQUILIBRIUM_PAGES and not solved) or (name in COMPARISON_PAGES and not compared)
+                    or (name in MODEL_PAGES and not modelled)):
                 continue  # no page until the game has the data behind it
             path = docs_dir / name
             tmp = path.with_suffix(".md.tmp")

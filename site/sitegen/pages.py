@@ -57,6 +57,13 @@ def is_solved(con: duckdb.DuckDBPyConnection, game: str) -> bool:
     return con.execute("SELECT count(*) FROM equilibrium_values WHERE game = ?", [game]).fetchone()[0] > 0
 
 
+def is_compared(con: duckdb.DuckDBPyConnection, game: str) -> bool:
+    """The game's equilibrium and some model's payoffs are in the warehouse: the Models vs equilibrium
+    page is built (the ICM family's payoffs need no model sweep, so a `--skip-models` build has it)."""
+    return is_solved(con, game) and con.execute("SELECT count(*) FROM model_payoffs WHERE game = ?",
+                                                [game]).fetchone()[0] > 0
+
+
 def is_modelled(con: duckdb.DuckDBPyConnection, game: str) -> bool:
     """The game's equilibrium and model strategies are in the warehouse: the model pages (Models vs
     equilibrium, Model ranges, Ex post, Simulation) are built."""
@@ -81,13 +88,13 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                          "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
                          if solved else "")
     model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "
-                   "statistics, by stack size, FGS depth.\n"
-                   "- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
-                   "equilibrium's.\n"
-                   "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
-                   "- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
-                   "equilibrium table, and direct matches.\n"
-                   if is_modelled(con, game) else "")
+                   "statistics, by stack size, FGS depth.\n" if is_compared(con, game) else "")
+    model_links += ("- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
+                    "equilibrium's.\n"
+                    "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
+                    "- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
+                    "equilibrium table, and direct matches.\n"
+                    if is_modelled(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5

@@ -42,6 +42,40 @@ How far each depth still moves the values: |vᵈ − vᵈ⁻¹| over every (stat
 """
 
 
+def _pending_block(pending: list[str]) -> str:
+    """The configured FGS depths this build has not compared, and why (a `--skip-models` build)."""
+    if not pending:
+        return ""
+    return f"""
+**Not compared yet: {", ".join(pending)}.** Their values come from the model sweeps (asset
+`fgs_strategies`, SPEC §7.2), which this build left out (`./lab build --skip-models`); the models'
+strategies, and with them the Model ranges, Ex post and Simulation pages, wait on those sweeps too.
+The same command without `--skip-models` runs them.
+"""
+
+
+def _depth_block(depth: pd.DataFrame, moves: pd.DataFrame) -> str:
+    """The FGS depth curve, once some FGS depth is compared (Harville alone makes no curve)."""
+    if not (depth["depth"] > 0).any():
+        return ""
+    return f"""## FGS depth
+
+MAPD and MAD of FGS-d against the depth d (d = 0 is Harville, the starting point of FGS).
+{chart_html(charts.depth_curve(depth[["depth", "mapd_pct", "mad"]]), "fgs-depth")}
+{_moves_block(moves)}"""
+
+
+def _sweeps_block(sweeps: pd.DataFrame, gamma: float) -> str:
+    """The model sweeps' totals (table `model_sweeps`), or a note that none has run."""
+    if sweeps.empty:
+        return ("No model's strategy has been solved yet (assets `model_strategies`, `fgs_strategies`); the "
+                "payoffs above need none: the ICM family's come from the stacks alone.")
+    return f"""Each model's strategy: every state's hand solved with CFR+ to gamma = {gamma:g} $ with the
+successor states valued by the model (table `model_sweeps`).
+
+{site_table(sweeps, decimals=6)}"""
+
+
 def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     plain = _summary(con, game, "plain")
@@ -72,6 +106,7 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                             FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
+    pending = [f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1) if f"FGS-{d}" not in set(plain["model"])]
     return f"""# Models vs equilibrium
 
 How far each equity model's payoffs are from the equilibrium payoffs of game `{game}`, over every
@@ -79,7 +114,7 @@ How far each equity model's payoffs are from the equilibrium payoffs of game `{g
 Roberts, and FGS-1 … FGS-{cfg.get('fgs_depth', 0)} (Future Game Simulation: d hands solved ahead,
 then Harville). Relative deviation = (model − equilibrium) / equilibrium; MAPD = mean |relative
 deviation| in %, MAD = mean |model − equilibrium| in $.
-
+{_pending_block(pending)}
 ## Deviation summary
 
 {site_table(plain, decimals=4)}
@@ -102,17 +137,10 @@ above zero the model overvalues the stack.
 Mean |model − equilibrium| in $ for each stack size:
 {chart_html(charts.value_by_stack(absolute, "mean |model − equilibrium| ($)"), "dev-abs-by-stack")}
 
-## FGS depth
-
-MAPD and MAD of FGS-d against the depth d (d = 0 is Harville, the starting point of FGS).
-{chart_html(charts.depth_curve(depth[["depth", "mapd_pct", "mad"]]), "fgs-depth")}
-{_moves_block(moves)}
+{_depth_block(depth, moves)}
 ## The model strategy solves
 
-Each model's strategy: every state's hand solved with CFR+ to gamma = {cfg['gamma']:g} $ with the
-successor states valued by the model (table `model_sweeps`).
-
-{site_table(sweeps, decimals=6)}
+{_sweeps_block(sweeps, cfg['gamma'])}
 
 ## Query it
 
