@@ -29,22 +29,39 @@ CHECKS = {
 }
 
 
+STRATEGY_READ_STATES = 2048
+"""States per query of :func:`read_strategies`: about 66 MB of 5-player strategies a query."""
+
+
 def read_strategies(con, game: str, n: int, m: int, model: str | None = None) -> list[np.ndarray]:
     """Per state, the (nodes × 169) jam probabilities of the equilibrium (`equilibrium_nodes`) or of a model.
 
-    Fetched as numpy arrays, not Python lists: the 45-unit 5-player layer has about 3 million
-    node rows, 500 million probabilities (4 GB as float64, about 16 GB as Python floats). The
-    states' arrays are consecutive row blocks of one (rows, 169) array.
+    The states' arrays are consecutive row blocks of one (rows, 169) float64 array, filled a block
+    of :data:`STRATEGY_READ_STATES` states per query. The 45-unit 5-player layer has about 3
+    million node rows, 500 million probabilities (4 GB as float64, about 16 GB as Python floats);
+    read in one query, sorted and fetched as numpy arrays of lists, it held about 4 times that at
+    its peak (measured on 326,400 synthetic rows: 1.8 GiB for 0.41 GiB of probabilities), more
+    than the machine the game is solved on has. Read in pieces under :func:`db.bulk_read_memory`,
+    the arrays and 0.3-0.5 GiB more (652,800 rows: 1.2-1.3 GiB at the peak for 0.82 GiB of arrays).
     """
-    if model is None:
-        cols = con.execute("SELECT state_id, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
-                           "ORDER BY state_id, node", [game, n]).fetchnumpy()
-    else:
-        cols = con.execute("SELECT state_id, jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
-                           "ORDER BY state_id, node", [game, model, n]).fetchnumpy()
-    jam = np.stack(cols["jam"]).astype(np.float64, copy=False) if len(cols["jam"]) else np.zeros((0, 169))
-    counts = np.bincount(np.asarray(cols["state_id"], dtype=np.int64), minlength=m)
-    return np.split(jam.reshape(-1, 169), np.cumsum(counts)[:-1])
+    table, where, params = ("equilibrium_nodes", "", [game, n]) if model is None else \
+        ("model_nodes", " AND model = ?", [game, n, model])
+    sids, nodes = con.execute(f"SELECT state_id, count(*) FROM {table} WHERE game = ? AND players = ?{where} "
+                              "GROUP BY state_id", params).fetchnumpy().values()
+    counts = np.zeros(m, dtype=np.int64)
+    counts[np.asarray(sids, dtype=np.int64)] = np.asarray(nodes, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    jam = np.empty((int(starts[-1]), 169))
+    with db.bulk_read_memory(con):
+        for lo in range(0, m, STRATEGY_READ_STATES):
+            hi = min(m, lo + STRATEGY_READ_STATES)
+            if starts[hi] == starts[lo]:
+                continue
+            block = con.execute(f"SELECT jam FROM {table} WHERE game = ? AND players = ?{where} "
+                                "AND state_id >= ? AND state_id < ? ORDER BY state_id, node",
+                                [*params, lo, hi]).fetchnumpy()["jam"]
+            jam[starts[lo]:starts[hi]] = np.stack(block)
+    return np.split(jam, starts[1:-1])
 
 
 def equilibrium_fingerprint(con, game: str) -> str | None:

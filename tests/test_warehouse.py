@@ -5,6 +5,7 @@ import sys
 import textwrap
 import time
 
+import duckdb
 import pandas as pd
 import pytest
 
@@ -131,31 +132,54 @@ def test_older_warehouse_gains_new_columns_and_keeps_its_rows(tmp_path):
 
 
 def test_model_strategies_round_trip_through_the_warehouse(tmp_path, monkeypatch):
-    """A sweep's strategies written as `model_nodes` rows, frame by frame, read back as they were:
-    every state's (nodes × 169) array, states without a decision included."""
+    """A sweep's strategies written as `model_nodes` rows, frame by frame, read back as they were,
+    a few states per query: every state's (nodes × 169) array, states without a decision included,
+    and no other model's rows."""
     from types import SimpleNamespace
 
     import numpy as np
 
+    import assets.ex_post as ex_post
     import assets.model_analysis as analysis
     from assets.ex_post import read_strategies
     from engine.model_strategies import Sweep
 
     monkeypatch.setattr(analysis, "NODE_ROW_STATES", 2)  # 3 frames for 5 states
+    monkeypatch.setattr(ex_post, "STRATEGY_READ_STATES", 2)  # and 3 queries: [0, 2), [2, 4), [4, 5)
     rng = np.random.default_rng(0)
     sizes = [3, 0, 1, 4, 2]
     strategies = [rng.random((k, 169)) for k in sizes]
     hands = [SimpleNamespace(node_actor=np.arange(k) % 3) for k in sizes]
     sweep = Sweep("weitzman", {}, {3: strategies}, {}, {}, {3: np.zeros(5, np.int64)}, {}, 0.0)
+    other = Sweep("roberts", {}, {3: [s[::-1] + 1 for s in strategies]}, {}, {}, {3: np.zeros(5, np.int64)}, {}, 0.0)
     with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_nodes", analysis._node_rows(other, {3: hands}), {"game": "g", "model": "roberts"})
         frames = analysis._node_rows(sweep, {3: hands})
         assert db.replace_rows(con, "model_nodes", frames, {"game": "g", "model": "weitzman"}) == sum(sizes)
         back = read_strategies(con, "g", 3, len(sizes), "weitzman")
-        actors = con.execute("SELECT actor FROM model_nodes ORDER BY state_id, node").fetchnumpy()["actor"]
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        actors = con.execute("SELECT actor FROM model_nodes WHERE model = 'weitzman' ORDER BY state_id, node"
+                             ).fetchnumpy()["actor"]
+    assert limit not in ("244.1 MiB", "256.0 MiB")  # the read's cap is lifted again
     assert [b.shape for b in back] == [(k, 169) for k in sizes]
     for a, b in zip(strategies, back):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(actors, np.concatenate([h.node_actor for h in hands]))
+
+
+def test_bulk_read_memory_caps_duckdb_and_resets_it_even_when_the_read_fails(tmp_path):
+    with db.session(tmp_path / "w.duckdb") as con:
+        def limit() -> str:
+            return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+        default = limit()
+        with db.bulk_read_memory(con):
+            assert limit() == "244.1 MiB"  # 256 MB
+        assert limit() == default
+        with pytest.raises(duckdb.CatalogException), db.bulk_read_memory(con, "100MB"):
+            assert limit() == "95.3 MiB"
+            con.execute("SELECT * FROM no_such_table")
+        assert limit() == default
 
 
 def test_equilibrium_node_rows_frame_by_frame(tmp_path, monkeypatch):
