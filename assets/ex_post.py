@@ -41,7 +41,7 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     million node rows, 500 million probabilities (4 GB as float64, about 16 GB as Python floats);
     read in one query, sorted and fetched as numpy arrays of lists, it held about 4 times that at
     its peak (measured on 326,400 synthetic rows: 1.8 GiB for 0.41 GiB of probabilities), more
-    than the machine the game is solved on has. Read in pieces under :func:`db.bulk_read_memory`,
+    than the machine the game is solved on has. Read in pieces under :func:`db.capped_memory`,
     the arrays and 0.3-0.5 GiB more (652,800 rows: 1.2-1.3 GiB at the peak for 0.82 GiB of arrays).
     """
     table, where, params = ("equilibrium_nodes", "", [game, n]) if model is None else \
@@ -52,7 +52,7 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     counts[np.asarray(sids, dtype=np.int64)] = np.asarray(nodes, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)])
     jam = np.empty((int(starts[-1]), 169))
-    with db.bulk_read_memory(con):
+    with db.capped_memory(con):
         for lo in range(0, m, STRATEGY_READ_STATES):
             hi = min(m, lo + STRATEGY_READ_STATES)
             if starts[hi] == starts[lo]:

@@ -167,19 +167,28 @@ def test_model_strategies_round_trip_through_the_warehouse(tmp_path, monkeypatch
     np.testing.assert_array_equal(actors, np.concatenate([h.node_actor for h in hands]))
 
 
-def test_bulk_read_memory_caps_duckdb_and_resets_it_even_when_the_read_fails(tmp_path):
+def test_capped_memory_caps_duckdb_and_resets_it_even_when_the_query_fails(tmp_path):
     with db.session(tmp_path / "w.duckdb") as con:
         def limit() -> str:
-            return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+            return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
         default = limit()
-        with db.bulk_read_memory(con):
+        with db.capped_memory(con):
             assert limit() == "244.1 MiB"  # 256 MB
         assert limit() == default
-        with pytest.raises(duckdb.CatalogException), db.bulk_read_memory(con, "100MB"):
+        with pytest.raises(duckdb.CatalogException), db.capped_memory(con, "100MB"):
             assert limit() == "95.3 MiB"
             con.execute("SELECT * FROM no_such_table")
         assert limit() == default
+        seen = []
+
+        def frames():  # consumed inside replace_rows' transaction
+            for k in range(2):
+                seen.append(limit())
+                yield pd.DataFrame({"players": [k + 2], "state_id": [0], "position": [0], "value": [1.0]})
+
+        assert db.replace_rows(con, "equilibrium_values", frames(), {"game": "g"}) == 2
+        assert seen == ["244.1 MiB"] * 2 and limit() == default
 
 
 def test_equilibrium_node_rows_frame_by_frame(tmp_path, monkeypatch):
