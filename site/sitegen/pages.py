@@ -65,8 +65,8 @@ def is_compared(con: duckdb.DuckDBPyConnection, game: str) -> bool:
 
 
 def is_modelled(con: duckdb.DuckDBPyConnection, game: str) -> bool:
-    """The game's equilibrium and model strategies are in the warehouse: the model pages (Models vs
-    equilibrium, Model ranges, Ex post, Simulation) are built."""
+    """The game's equilibrium and model strategies are in the warehouse: the pages that need the model
+    sweeps (Model ranges, Ex post, Simulation) are built."""
     return is_solved(con, game) and con.execute("SELECT count(*) FROM model_nodes WHERE game = ?",
                                                 [game]).fetchone()[0] > 0
 
