@@ -214,36 +214,45 @@ def test_push_fold_grid_rows_fit_the_text_column():
 
 
 def test_exploitability_histograms_carry_bins_not_states():
-    """The solve-quality histograms are binned before charting: with one row per (state, position)
-    the 45-unit 5-player game's nemesis gains (732,476 pairs) made a page of some 60 MB. The counts
-    are numpy.histogram's over the same range, per player count; every gain is counted once."""
+    """The solve-quality histograms chart counts binned in SQL (the query is on the page): with one
+    row per (state, position) the 45-unit 5-player game's nemesis gains (732,476 pairs) made a page
+    of some 60 MB. The counts are numpy.histogram's over the same range, per player count; every
+    gain is counted once, exact zeros at 1e-12 $."""
     import json
 
+    import duckdb
     import numpy as np
     import pandas as pd
 
-    from sitegen.charts import HISTOGRAM_BINS, exploitability_histogram, log10_histogram
+    from sitegen.charts import exploitability_histogram
+    from sitegen.pages import HISTOGRAM_BINS, log10_histogram
 
     rng = np.random.default_rng(5)
-    gains = pd.DataFrame({"players": rng.choice([2, 3, 4, 5], 200_000, p=[0.01, 0.02, 0.07, 0.9]),
-                          "exploitability": 10 ** rng.uniform(-9, -2, 200_000)})
-    gains.loc[:9, "exploitability"] = 0.0  # exact zeros are clipped to 1e-12 $, not dropped
-    hist = log10_histogram(gains)
+    gains = pd.DataFrame({"game": "g", "players": rng.choice([2, 3, 4, 5], 200_000, p=[0.01, 0.02, 0.07, 0.9]),
+                          "gain": 10 ** rng.uniform(-9, -2, 200_000)})
+    gains.loc[:9, "gain"] = 0.0
+    con = duckdb.connect()
+    con.register("gains_view", gains)
+    con.execute("CREATE TABLE gains AS SELECT * FROM gains_view UNION ALL SELECT 'other', 2, 1e3")
+    hist, sql = log10_histogram(con, "gains", "gain", "game = 'g'")
+    assert "FROM gains WHERE game = 'g'" in sql
     assert hist["count"].sum() == len(gains) and len(hist) <= 4 * HISTOGRAM_BINS
-    logs = np.log10(gains["exploitability"].clip(lower=1e-12))
+    logs = np.log10(gains["gain"].clip(lower=1e-12))
     edges = np.linspace(logs.min(), logs.max(), HISTOGRAM_BINS + 1)
+    assert hist["bin_start"].min() == pytest.approx(-12) and hist["bin_end"].max() == pytest.approx(logs.max())
     for n in (2, 3, 4, 5):
         expected, _ = np.histogram(logs[gains["players"] == n], bins=edges)
-        got = np.zeros(HISTOGRAM_BINS, int)
         rows = hist[hist["players"] == n]
-        got[np.searchsorted(edges, rows["bin_start"])] = rows["count"]
+        got = np.zeros(HISTOGRAM_BINS, int)
+        got[np.rint((rows["bin_start"] - edges[0]) / (edges[1] - edges[0])).astype(int)] = rows["count"]
         assert (got == expected).all(), n
-    assert np.allclose(hist["bin_end"] - hist["bin_start"], edges[1] - edges[0])
-    spec = json.dumps(exploitability_histogram(gains, 1e-4).to_dict())
+    np.testing.assert_allclose(hist["bin_end"] - hist["bin_start"], edges[1] - edges[0])
+    spec = json.dumps(exploitability_histogram(hist, 1e-4).to_dict())
     assert len(spec) < 30_000
-    single = log10_histogram(pd.DataFrame({"players": [3, 3], "exploitability": [1e-5, 1e-5]}))
-    assert single["count"].tolist() == [2] and single["bin_start"].iloc[0] == pytest.approx(-5)
-    assert log10_histogram(gains.iloc[:0]).empty
+    single, _ = log10_histogram(con, "gains", "gain", "game = 'other'")
+    assert single["count"].tolist() == [1] and single["bin_start"].iloc[0] == pytest.approx(3)
+    empty, _ = log10_histogram(con, "gains", "gain", "game = 'none'")
+    assert empty.empty
 
 
 def test_facet_charts_wrap_to_the_text_column():

@@ -171,34 +171,11 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
     )
 
 
-HISTOGRAM_BINS = 40
-"""Bins of the exploitability histograms, over the range of log10 gains."""
-
-
-def log10_histogram(df: pd.DataFrame, bins: int = HISTOGRAM_BINS) -> pd.DataFrame:
-    """Counts per (player count, bin) of log10 exploitability, gains clipped below at 1e-12 $.
-
-    Binned here rather than in the browser: the chart then carries one row per non-empty bin and
-    player count instead of one per state (the 45-unit 5-player game's nemesis gains are 732,476
-    (state, position) pairs, some 60 MB of inline JSON). ``df``: players, exploitability. Returns
-    players, bin_start, bin_end (log10 $), count, in players and bin order.
-    """
-    logs = np.log10(df["exploitability"].to_numpy(float).clip(min=1e-12))
-    if logs.size == 0:
-        return pd.DataFrame({"players": [], "bin_start": [], "bin_end": [], "count": []})
-    lo, hi = float(logs.min()), float(logs.max())
-    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-    index = np.clip(np.searchsorted(edges, logs, side="right") - 1, 0, bins - 1)  # the top edge in the last bin
-    counts = (pd.DataFrame({"players": df["players"].to_numpy(), "bin": index})
-              .groupby(["players", "bin"], as_index=False).size().rename(columns={"size": "count"}))
-    return counts.assign(bin_start=edges[counts["bin"]], bin_end=edges[counts["bin"] + 1])[
-        ["players", "bin_start", "bin_end", "count"]]
-
-
-def exploitability_histogram(df: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
+def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
                              count_title: str = "states") -> alt.Chart:
-    """Distribution of gains (log10 $), stacked by player count; ``df``: players, exploitability."""
-    bars = alt.Chart(log10_histogram(df)).mark_bar(opacity=0.8).encode(
+    """Distribution of gains (log10 $), stacked by player count, from counts already binned
+    (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count)."""
+    bars = alt.Chart(bins).mark_bar(opacity=0.8).encode(
         x=alt.X("bin_start:Q", bin="binned", title=f"log10 {title}"),
         x2="bin_end:Q",
         y=alt.Y("count:Q", title=count_title, stack=True),

@@ -7,7 +7,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, is_modelled, query_block, site_table
+from sitegen.pages import game_info, is_modelled, log10_histogram, query_block, site_table
 
 
 def _solved_layers(con: duckdb.DuckDBPyConnection, game: str) -> list[int]:
@@ -136,8 +136,9 @@ ORDER BY j.node, j.class_id''')}
 
 def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
-    q = con.execute("SELECT players, exploitability FROM state_quality WHERE game = ?", [game]).df()
-    if q.empty:
+    literal = game.replace("'", "''")
+    bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", f"game = '{literal}'")
+    if bins.empty:
         return "# Solve quality\n\nNo layer is solved yet.\n"
     summary = con.execute(
         """SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
@@ -158,7 +159,7 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 {site_table(summary)}
 
-{chart_html(charts.exploitability_histogram(q, cfg['gamma']), "expl-hist")}
+{chart_html(charts.exploitability_histogram(bins, cfg['gamma']), "expl-hist")}
 
 {ex_post}
 
@@ -170,6 +171,11 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 {query_block(f"SELECT * FROM solve_log WHERE game = '{game}' ORDER BY players, outer_iteration")}
 {query_block(f"SELECT players, max(exploitability) FROM state_quality WHERE game = '{game}' GROUP BY players")}
+
+The exploitability histogram's bins (the ex post one bins `gain` of `nemesis_values` with
+`profile = 'equilibrium'` the same way):
+
+{query_block(bins_sql)}
 """
 
 
@@ -184,8 +190,8 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
                                       arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
                                FROM nemesis_values WHERE game = ? AND profile = 'equilibrium'
                                GROUP BY players ORDER BY players""", [game]).df()
-    gains = con.execute("""SELECT players, gain FROM nemesis_values
-                           WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
+    literal = game.replace("'", "''")
+    gains, _ = log10_histogram(con, "nemesis_values", "gain", f"game = '{literal}' AND profile = 'equilibrium'")
     fair = float(sum(cfg["payouts"])) / cfg["players"]
     models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
                    if is_modelled(con, game) else "")  # the page exists only once the models are solved
@@ -203,9 +209,8 @@ hands still to play, so it can exceed gamma.{models_link}
 
 {site_table(per_layer, decimals=6)}
 
-{chart_html(charts.exploitability_histogram(gains.rename(columns={"gain": "exploitability"}), cfg['gamma'],
-                                            title="nemesis gain ($)", count_title="(state, position) pairs"),
-             "ex-post-hist")}
+{chart_html(charts.exploitability_histogram(gains, cfg['gamma'], title="nemesis gain ($)",
+                                            count_title="(state, position) pairs"), "ex-post-hist")}
 
 {query_block(f"SELECT * FROM ex_post WHERE game = '{game}' AND profile = 'equilibrium'")}
 {query_block(f"SELECT * FROM nemesis_values WHERE game = '{game}' AND profile = 'equilibrium' ORDER BY gain DESC LIMIT 10")}
