@@ -39,10 +39,9 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     The states' arrays are consecutive row blocks of one (rows, 169) float64 array, filled a block
     of :data:`STRATEGY_READ_STATES` states per query. The 45-unit 5-player layer has about 3
     million node rows, 500 million probabilities (4 GB as float64, about 16 GB as Python floats);
-    read in one query, sorted and fetched as numpy arrays of lists, it held about 4 times that at
-    its peak (measured on 326,400 synthetic rows: 1.8 GiB for 0.41 GiB of probabilities), more
-    than the machine the game is solved on has. Read in pieces under :func:`db.capped_memory`,
-    the arrays and 0.3-0.5 GiB more (652,800 rows: 1.2-1.3 GiB at the peak for 0.82 GiB of arrays).
+    read in one sorted query fetched as numpy arrays of lists, synthetic rows of that size took
+    13.8 GiB at the peak for 4.1 GiB of arrays; read in pieces under :func:`db.capped_memory`,
+    4.47 GiB.
     """
     table, where, params = ("equilibrium_nodes", "", [game, n]) if model is None else \
         ("model_nodes", " AND model = ?", [game, n, model])

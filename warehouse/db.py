@@ -83,12 +83,12 @@ def capped_memory(con: duckdb.DuckDBPyConnection, limit: str = BULK_MEMORY) -> I
     DuckDB's default (the warehouse sets no other limit).
 
     DuckDB's buffer pool keeps the blocks a query reads or writes, up to its limit (80 % of the
-    machine), beside the caller's own memory. Measured on 652,800 synthetic 5-player node rows
-    (0.82 GiB of strategies): written frame by frame in one transaction, the process grew by 1.8 GiB
-    with the default limit and by 0.46 GiB with this one; read back 2,048 states a query, by 1.2
-    GiB more than the arrays against 0.3-0.5 GiB. The 45-unit 5-player layer has five times as
-    many rows, and its solve holds about 19 GiB when it writes them. Each piece's query must fit
-    the limit (DuckDB spills a sort that does not).
+    machine), beside the caller's own memory. Measured on synthetic rows the size of the 45-unit
+    5-player layer's strategies (3,258,024 node rows, 4.1 GiB as float64, solved-like: a top set
+    of jams and a few mixed classes a node), written frame by frame in one transaction: 1.64 GiB
+    at the peak with the default limit, 0.79 GiB with this one; the solve writes them while its
+    solvers hold about 19 GiB. Each piece's query must fit the limit (DuckDB spills a sort that
+    does not).
     """
     con.execute(f"SET memory_limit = '{limit}'")
     try:
