@@ -63,8 +63,11 @@ SELECT players, any_value(lo) + bin * any_value(w) AS bin_start, any_value(lo) +
 FROM b GROUP BY players, bin ORDER BY players, bin"""
 
 
-def log10_histogram(con: duckdb.DuckDBPyConnection, table: str, column: str, where: str) -> tuple[pd.DataFrame, str]:
-    """The binned counts of :func:`log10_histogram_sql` and the query itself (for the page)."""
+def log10_histogram(con: duckdb.DuckDBPyConnection, table: str, column: str, game: str,
+                    condition: str = "") -> tuple[pd.DataFrame, str]:
+    """The binned counts of :func:`log10_histogram_sql` over ``game``'s rows (and ``condition``),
+    and the query itself, the game written into it (for the page)."""
+    where = "game = '" + game.replace("'", "''") + "'" + (f" AND {condition}" if condition else "")
     sql = log10_histogram_sql(table, column, where)
     return con.execute(sql).df(), sql
 

@@ -136,8 +136,7 @@ ORDER BY j.node, j.class_id''')}
 
 def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
-    literal = game.replace("'", "''")
-    bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", f"game = '{literal}'")
+    bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", game)
     if bins.empty:
         return "# Solve quality\n\nNo layer is solved yet.\n"
     summary = con.execute(
@@ -190,8 +189,7 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
                                       arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
                                FROM nemesis_values WHERE game = ? AND profile = 'equilibrium'
                                GROUP BY players ORDER BY players""", [game]).df()
-    literal = game.replace("'", "''")
-    gains, _ = log10_histogram(con, "nemesis_values", "gain", f"game = '{literal}' AND profile = 'equilibrium'")
+    gains, _ = log10_histogram(con, "nemesis_values", "gain", game, "profile = 'equilibrium'")
     fair = float(sum(cfg["payouts"])) / cfg["players"]
     models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
                    if is_modelled(con, game) else "")  # the page exists only once the models are solved
