@@ -269,6 +269,30 @@ def test_facet_charts_wrap_to_the_text_column():
         assert FACET_COLUMNS * spec["spec"]["width"] <= 560
 
 
+def test_every_facet_panel_has_its_own_x_axis_and_no_axis_hangs_under_empty_space():
+    """Three player counts in two columns, ten decision nodes in three: a shared x axis was drawn
+    once per column under the last row, so the columns without a panel there showed an axis with
+    nothing above it. Rendered by Vega (vl-convert): one x axis per panel, no more, no fewer."""
+    import re
+
+    import pandas as pd
+    import vl_convert as vlc
+
+    from sitegen.charts import ex_post_bars, push_fold_grids, value_by_stack
+
+    def x_axes(chart) -> int:
+        return len(re.findall(r'aria-label="X-axis', vlc.vegalite_to_svg(chart.to_dict())))
+
+    for players in ([2, 3, 4], [2, 3, 4, 5], [3]):
+        lines = pd.DataFrame({"players": players, "stack": 1, "series": "harville", "value": 0.0})
+        bars = pd.DataFrame({"series": "harville", "players": players, "mean_gain": 0.1, "max_gain": 0.2})
+        assert x_axes(value_by_stack(lines, "$")) == len(players)
+        assert x_axes(ex_post_bars(bars, ["harville"])) == len(players)
+    grids = pd.DataFrame({"panel": [f"node {i}" for i in range(10)], "order": range(10), "grid_row": 0,
+                          "grid_col": 0, "label": "AA", "jam_probability": 1.0})
+    assert x_axes(push_fold_grids(grids, "t", columns=3)) == 10
+
+
 def test_model_pages_show_the_warehouse_numbers(tiny_build):
     """The deviation table on the models page and the ex post table carry the views' numbers."""
     import duckdb

@@ -28,6 +28,16 @@ GRID_ROW_WIDTH = 700
 a 1,400-px window)."""
 
 
+def wrapped_facet(panel: alt.Chart, facet: alt.Facet, columns: int) -> alt.FacetChart:
+    """``panel`` repeated per value of ``facet``, ``columns`` panels a row, each with its own x axis.
+
+    With a shared x axis Vega-Lite draws one axis per column under the last row, also where that
+    row has no panel in the column (3 player counts in 2 columns, 10 decision nodes in 3): an axis
+    under empty space. The scales stay shared; only the axes are drawn per panel.
+    """
+    return panel.facet(facet=facet, columns=columns).resolve_axis(x="independent")
+
+
 def _fgs_depth(model: str) -> int | None:
     head, _, depth = model.partition("-")
     return int(depth) if head == "FGS" and depth.isdigit() else None
@@ -148,8 +158,8 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
                  alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
     text = base.mark_text(fontSize=6).encode(text="label:N")
     size = min(190, GRID_ROW_WIDTH // columns)
-    return (rect + text).properties(width=size, height=size).facet(
-        facet=alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns=columns)
+    return wrapped_facet((rect + text).properties(width=size, height=size),
+                         alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
 
 
 def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
@@ -158,7 +168,7 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
     ``df`` columns: players, stack, series, value.
     """
     series = list(dict.fromkeys(df["series"]))
-    return (
+    lines = (
         alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
             x=alt.X("stack:Q", title="stack (small-blind units)"),
             y=alt.Y("value:Q", title=title),
@@ -167,8 +177,8 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
             tooltip=["players:O", "series:N", alt.Tooltip("stack:Q", title="stack"),
                      alt.Tooltip("value:Q", format=".4f")],
         ).properties(width=255, height=200)
-        .facet(facet=alt.Facet("players:O", title="players in the state"), columns=FACET_COLUMNS)
     )
+    return wrapped_facet(lines, alt.Facet("players:O", title="players in the state"), FACET_COLUMNS)
 
 
 def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
@@ -204,15 +214,15 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
     long = df.melt(id_vars=["series", "players"], value_vars=["mean_gain", "max_gain"], var_name="statistic",
                    value_name="gain")
     order = [p for p in profiles if p in set(long["series"])]
-    return alt.Chart(long).mark_bar().encode(
+    bars = alt.Chart(long).mark_bar().encode(
         y=alt.Y("series:N", sort=order, title="profile"),
         x=alt.X("gain:Q", title="nemesis gain ($)"),
         color=alt.Color("statistic:N", title="", scale=alt.Scale(domain=["mean_gain", "max_gain"],
                                                                  range=["#1f77b4", "#ff7f0e"])),
         yOffset="statistic:N",
         tooltip=["series:N", "players:O", "statistic:N", alt.Tooltip("gain:Q", format=".5f")],
-    ).properties(width=240, height=24 * len(order)).facet(
-        facet=alt.Facet("players:O", title="players in the state"), columns=FACET_COLUMNS)
+    ).properties(width=240, height=24 * len(order))
+    return wrapped_facet(bars, alt.Facet("players:O", title="players in the state"), FACET_COLUMNS)
 
 
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
