@@ -211,7 +211,9 @@ def cmd_build(args: argparse.Namespace) -> None:
         print("jamfold: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(130)
     if not result.success:
-        print("jamfold: build failed; finished assets are kept, run the same command again to resume", file=sys.stderr)
+        why = "".join(f": {reason}" for reason in progress.reasons[:1])
+        print(f"jamfold: build failed{why}; finished assets are kept, run the same command again to resume",
+              file=sys.stderr)
         raise SystemExit(1)
     print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {build_dir() / 'site' / 'index.html'}")
     if cfg_file:  # the game's fields as a config file: `jamfold state --config` and `dagster dev` read it

@@ -25,6 +25,21 @@ EVENT = dg.DagsterEventType
 INTERRUPTED = "DagsterExecutionInterruptedError"
 """The error class of a step that Ctrl-C (SIGINT) interrupted."""
 
+SELF_EXPLAINING_ERRORS = ("WarehouseBusy",)
+"""Error classes whose message says all a user needs (what holds the warehouse, what to do): a
+step failing with one, anywhere in its chain of causes, prints that message instead of Dagster's
+traceback, and the build's last line repeats it."""
+
+
+def self_explaining_message(error) -> str | None:
+    """The message of the first error of a self-explaining class in ``error``'s chain of causes
+    (Dagster's ``SerializableErrorInfo``: the step's error wraps the asset's), without its class."""
+    while error is not None:
+        if getattr(error, "cls_name", None) in SELF_EXPLAINING_ERRORS:
+            return error.message.split(": ", 1)[-1].strip()
+        error = getattr(error, "cause", None)
+    return None
+
 
 class BuildProgress(logging.Handler):
     """A logging handler for a Dagster run of ``total`` steps (one per asset)."""
@@ -39,6 +54,7 @@ class BuildProgress(logging.Handler):
                         disable=None if bar is None else not bar, bar_format="{desc}: {n}/{total} {bar} "
                         "[{elapsed}{postfix}]", dynamic_ncols=True, leave=True)
         self.failed: list[str] = []
+        self.reasons: list[str] = []  # the self-explaining messages of the failed steps, each once
         self.interrupted = False  # Ctrl-C or SIGINT: Dagster records the running step as interrupted
         self._stopping = False  # a step failed with Dagster's interrupt error: the run stops after it
 
@@ -70,7 +86,12 @@ class BuildProgress(logging.Handler):
         elif self.interrupted and (kind == EVENT.RUN_FAILURE.value or message.startswith("Dependencies for step")):
             return  # "… interrupted unexpectedly", the steps left out: the build says it in its own words
         elif kind == EVENT.STEP_FAILURE.value and error is not None:
-            message = f"{message}\n{error.to_string().rstrip()}"  # what failed, and where
+            reason = self_explaining_message(error)
+            if reason is None:
+                message = f"{message}\n{error.to_string().rstrip()}"  # what failed, and where
+            else:
+                message = f"{message.rstrip('.')}: {reason}"
+                self.reasons += [reason] if reason not in self.reasons else []
         elif kind == EVENT.ASSET_CHECK_EVALUATION.value and getattr(data, "passed", True) is False:
             shown = ", ".join(f"{k} = {getattr(v, 'value', v)}" for k, v in (data.metadata or {}).items())
             level, message = logging.WARNING, f"asset check '{data.check_name}' failed" + (f" ({shown})" if shown else "")

@@ -212,6 +212,63 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     assert (tmp_path / "dagster" / "dagster.yaml").read_text() == DAGSTER_YAML
 
 
+def test_a_warehouse_taken_during_the_build_is_named_in_one_line_not_a_traceback(capsys, tmp_path, monkeypatch):
+    """Another program opens the warehouse after the build's own check at its start (a duckdb
+    shell left open during a long solve): each asset that cannot write says who holds the file in
+    one line, and the build's last line repeats it; no stack trace."""
+    import re
+
+    from assets.resources import WarehouseResource
+    from warehouse import db
+
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
+    warehouse = tmp_path / "lab.duckdb"
+
+    def taken(self, read_only=False):  # what db.connect raises once its wait for the lock runs out
+        raise db.WarehouseBusy(f"the warehouse {warehouse} is in use by duckdb (PID 4242); close that program "
+                               "(e.g. a duckdb shell or dagster dev run) and try again")
+
+    monkeypatch.setattr(WarehouseResource, "connect", taken)  # the assets' connections, not the check at the start
+    code, out, err = run(capsys, "build", "--config", str(config), "--skip-solve", "--warehouse", str(warehouse))
+    assert code == 1
+    assert "built 'tiny'" not in out
+    failed = re.findall(r'(\w+) - ERROR: Execution of step "(\w+)" failed: the warehouse (\S+) is in use by', err)
+    assert failed and all(step == named and path == str(warehouse) for step, named, path in failed)
+    assert "Traceback" not in err and "Stack Trace" not in err and "WarehouseBusy" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"jamfold: build failed: the warehouse {warehouse} is in use by duckdb (PID 4242)")
+    assert last.endswith("run the same command again to resume")
+
+
+def test_build_progress_names_a_busy_warehouse_once_and_keeps_other_tracebacks():
+    """Dagster wraps an asset's error in its own: the busy warehouse is found down the chain of
+    causes and printed alone; an error of any other kind keeps its traceback."""
+    import io
+    import logging
+
+    from jamfold.progress import BuildProgress
+
+    def failure(step, cls_name, message, cause=None):
+        error = SimpleNamespace(cls_name=cls_name, message=message, cause=cause,
+                                to_string=lambda: f"Stack Trace: …\n{message}")
+        return _record(logging.ERROR, f'Execution of step "{step}" failed.', "STEP_FAILURE", step=step,
+                       data=SimpleNamespace(error=error))
+
+    busy = SimpleNamespace(cls_name="WarehouseBusy", cause=None,
+                           message="warehouse.db.WarehouseBusy: the warehouse w.duckdb is in use by duckdb (PID 7)\n")
+    stream = io.StringIO()
+    progress = BuildProgress(total=3, stream=stream, bar=False)
+    for step in ("rollout_pairs", "rollout_triples"):
+        progress.emit(failure(step, "DagsterExecutionStepExecutionError", "Error occurred while executing op", busy))
+    progress.emit(failure("site", "OSError", "OSError: disk full"))
+    text = stream.getvalue()
+    assert 'rollout_pairs - ERROR: Execution of step "rollout_pairs" failed: the warehouse w.duckdb is in use by ' \
+           "duckdb (PID 7)\n" in text
+    assert text.count("Stack Trace") == 1 and "Stack Trace: …\nOSError: disk full" in text
+    assert progress.reasons == ["the warehouse w.duckdb is in use by duckdb (PID 7)"]
+    assert progress.failed == ["rollout_pairs", "rollout_triples", "site"]
+
+
 def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
     """`jamfold build --skip-models`: the equilibrium, its checks and its pages, and the ICM family
     compared with it, but no model sweep (for the `thesis` game: those pages after its solve, not
