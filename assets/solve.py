@@ -28,6 +28,8 @@ from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
+REOPEN_REMEDY = ("run the same build again: it reopens the layer and tries the states above gamma again with a "
+                 "larger CFR+ iteration cap (engine.tournament.HELD_RETRIES)")
 LAYER_CHECKS = {
     "values_sum_to_open_prizes": "every state's equilibrium values sum to the prizes of the places still open "
                                  "(within 1e-6 $)",
@@ -120,7 +122,8 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
         dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6),
                             metadata={"max_error_usd": float(err), "open_prizes": open_prize}),
         dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
-                            metadata={"max_exploitability": float(worst), "gamma": cfg.gamma, "states_over": int(over)}),
+                            metadata={"max_exploitability": float(worst), "gamma": cfg.gamma, "states_over": int(over),
+                                      **({"remedy": REOPEN_REMEDY} if over else {})}),
     ]
 
 

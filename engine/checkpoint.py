@@ -55,7 +55,10 @@ class Ledger:
     profile it measured exactly before deciding whether to solve them again. ``held_target`` and
     ``held_exploitability`` ($; inf and 0 for none) say at which target a state's last solve ran
     out of CFR+ iterations and how exploitable it was left: the layer does not solve it again at
-    that target unless it has become more exploitable (see ``solve_layer``).
+    that target unless it has become more exploitable (see ``solve_layer``). ``held_retries``
+    counts the times the layer, settled at gamma with such states above gamma, tried them again
+    with a larger cap, and ``held_retries_allowed`` how many it may (see
+    :data:`engine.tournament.HELD_RETRIES`).
     """
 
     bound: np.ndarray
@@ -69,6 +72,8 @@ class Ledger:
     V_at: dict[int, np.ndarray]
     held_target: np.ndarray
     held_exploitability: np.ndarray
+    held_retries: int = 0
+    held_retries_allowed: int = 0
 
     @classmethod
     def empty(cls, terminals: list[int], n: int) -> "Ledger":
@@ -150,6 +155,7 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
     small, streams = solver_records(np.arange(len(solvers)), solvers, ledger)
     referenced = sorted(ledger.V_at)
     small.update(V=V, outer=np.array(outer), finished=np.array(finished),
+                 held_retries=np.array([ledger.held_retries, ledger.held_retries_allowed], np.int64),
                  log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
                  log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
                  V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
@@ -303,6 +309,8 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
         raise ValueError(f"checkpoint {path}: {exc}") from None
     if ledger is not None and "V_at_keys" in data:
         ledger.V_at = {int(k): v for k, v in zip(data["V_at_keys"], data["V_at"])}
+    if ledger is not None and "held_retries" in data:  # (checkpoints from before the retries: none tried)
+        ledger.held_retries, ledger.held_retries_allowed = (int(x) for x in data["held_retries"])
     keys = [str(k) for k in data["log_keys"]]
     log = []
     for row in data["log"]:

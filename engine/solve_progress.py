@@ -38,15 +38,24 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if kind == "states":
         return "info", f"{head}: {_states_done(event, ' in it')}"
     if kind == "resumed":
+        if event.get("over_gamma"):
+            return "info", (f"{head} finished with {event['over_gamma']:,} states above gamma in an earlier run: "
+                            f"reopened after outer iteration {event['outer']} to try them again")
         return "info", head + (" read back solved from its checkpoint" if event["finished"]
                                else f" resumed after outer iteration {event['outer']}")
+    if kind == "retrying_held":
+        return "warning", (f"{head}: settled at gamma with {event['states']:,} states still above it (at most "
+                           f"{event['exploitability']:.2e} $), their solves having run out of CFR+ iterations; "
+                           f"the next outer iteration solves them again with up to "
+                           f"{event['max_iterations']:,} (retry {event['retry']} of {event['retries']})")
     if kind == "resumed_states":
         return "info", f"{head}: {event['done']:,}/{event['states']:,} states already done before the interrupt"
     if kind == "uncertified":
         return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
                            f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
                            f"{event['target']:.1e} $); at this target it is solved again only if it becomes "
-                           f"{event['held_slack']:g} times as exploitable, and the layer's exploitability check reports "
+                           f"{event['held_slack']:g} times as exploitable; if the layer settles at gamma with it above "
+                           f"gamma, it is tried again with a larger cap, and the layer's exploitability check reports "
                            f"it if it ends above gamma")
     if kind == "preparing":
         return "info", f"{head}: building the hand trees of its {event['states']:,} states"

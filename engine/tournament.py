@@ -16,12 +16,14 @@ exploitability probably moved little (:data:`SCREEN_FRACTION`) waits for a later
 only stops after an outer iteration that screens no state updates none, so the result is as
 certified as without it. A state whose solve ends at the CFR+ iteration cap above the target is
 *held* there (:data:`HELD_SLACK`): reported, measured, but not solved in vain in every outer
-iteration.
+iteration. A layer that settles at gamma with held states above it tries them again with a larger
+cap before it ends (:data:`HELD_RETRIES`).
 
 Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time). With a
 checkpoint folder the solve is saved atomically after every outer iteration and every few minutes
 within one (:mod:`engine.checkpoint`), so an interrupted solve resumes where it stopped, on the
-same path, and a finished layer is read back without any work.
+same path, and a finished layer is read back without any work (unless it finished above gamma:
+then the next run reopens it for more retries).
 """
 
 from __future__ import annotations
@@ -334,6 +336,26 @@ layer with such a hand could never end (it ran to ``max_outer``); held, the stat
 tighter target tries it afresh."""
 
 
+HELD_RETRIES = 2
+"""Times a layer solve tries its held states again once its outer iterations at gamma have
+settled with some of them above gamma, each time with :data:`HELD_RETRY_GROWTH` times the
+CFR+ iteration cap of the time before (20,000, then 40,000 and 80,000).
+
+Held at gamma, a state would otherwise end the layer above gamma for good: the pipeline's blocking
+check of every state's exploitability fails, the analyses after the layer do not run, and a
+rebuild would read the same finished layer back. More iterations are the remedy at hand (with
+three or more players CFR+ is not guaranteed to reach a Nash equilibrium, but the stalled hands
+found so far certified within a few thousand more), and a new solve of the state also meets the
+stall restarts of :meth:`HandSolver.solve` anew. A rebuild of a layer that finished above gamma
+reopens it with this many more retries (160,000 and 320,000 iterations next), so running the
+same command again is how a user asks for them. The 45-unit 4-player layers solved end to end
+since :data:`engine.cfr.STALL_RESTART_EVERY` (sampled tables, and the `thesis` game's exact ones)
+ended within gamma with no state held; this is the safety net for a layer ten times their size."""
+
+HELD_RETRY_GROWTH = 2
+"""Factor of the CFR+ iteration cap at gamma per retry of the held states (:data:`HELD_RETRIES`)."""
+
+
 LOOSE_MAX_ITERATIONS = 64
 """CFR+ iterations a re-solve may spend while the layer's target is looser than gamma; past them
 it keeps the less exploitable of its last iterate and its average and is held (see
@@ -445,12 +467,14 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
                 max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
                 progress: ProgressFn | None = None, loose: bool = True,
-                checkpoint_every: float = CHECKPOINT_EVERY) -> LayerSolution:
+                checkpoint_every: float = CHECKPOINT_EVERY, held_retries: int = HELD_RETRIES) -> LayerSolution:
     """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers.
 
     With a ``checkpoint`` folder the solve saves itself after every outer iteration and, within
     one, the states finished every ``checkpoint_every`` seconds (see :mod:`engine.checkpoint`),
-    and resumes from there: an interrupt loses at most that much work.
+    and resumes from there: an interrupt loses at most that much work. A layer that settles at
+    gamma with states held above it (their solves ran into the CFR+ iteration cap) tries them
+    again ``held_retries`` times with a growing cap (see :data:`HELD_RETRIES`).
     """
     slack = SOLVE_SLACK.get(n, 1.0)
     t_start = time.perf_counter()
@@ -471,10 +495,16 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     log: list[dict] = []
     start_outer = 0
     finished = False
+    ledger.held_retries_allowed = held_retries
     if checkpoint is not None and layer_path(checkpoint, n).exists():
         V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
+        over = int((ledger.bound > gamma).sum()) if finished else 0
+        if over:  # finished above gamma: this run may retry its held states again (see HELD_RETRIES)
+            finished = False
+            ledger.held_retries_allowed = ledger.held_retries + held_retries
         if progress:
-            progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished})
+            progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished,
+                      "over_gamma": over})
     pool = SolverPool(threads, largest_hand(hands))
     keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
     keep_depth2_sums = sum(s.depth2_sum_bytes() for s in solvers) <= DEPTH2_SUM_BUDGET
@@ -560,7 +590,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                         prepare_resolve(solver, e, target)
                     if checked_now:
                         solver.continue_from_check()
-                    cap = max_iterations if target <= gamma else min(max_iterations, LOOSE_MAX_ITERATIONS)
+                    cap = max_iterations * HELD_RETRY_GROWTH ** ledger.held_retries if target <= gamma \
+                        else min(max_iterations, LOOSE_MAX_ITERATIONS)
                     e, its = solver.solve(U, slack * target, ws=ws, batch=batch, delay=2 if fresh else 0,
                                           max_iterations=cap)
                     its += checked_now  # the check's pass was the re-solve's first iteration
@@ -623,11 +654,22 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             log.append(entry)
             if progress:
                 progress({"event": "outer", **entry})
+            # (a screening outer iteration that screened no state checked every one like any other)
+            settled = updated == 0 and target <= gamma and not ledger.screened.any()
+            over = np.flatnonzero(ledger.bound > gamma) if settled else np.zeros(0, np.int64)
+            retry = len(over) > 0 and ledger.held_retries < ledger.held_retries_allowed
+            if retry:  # held above gamma: solved again with a larger cap (see HELD_RETRIES)
+                ledger.held_retries += 1
+                ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
+                if progress:
+                    progress({"event": "retrying_held", "players": n, "outer_iteration": outer + 1,
+                              "states": len(over), "exploitability": float(ledger.bound[over].max()),
+                              "max_iterations": max_iterations * HELD_RETRY_GROWTH ** ledger.held_retries,
+                              "retry": ledger.held_retries, "retries": ledger.held_retries_allowed})
             if checkpoint is not None:
                 save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
                 release_free_memory()
-            if updated == 0 and target <= gamma and not ledger.screened.any():
-                # (a screening outer iteration that screened no state checked every one like any other)
+            if settled and not retry:
                 converged = True
                 break
         if not finished:

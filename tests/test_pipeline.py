@@ -44,6 +44,29 @@ def test_every_asset_and_check_succeeds(tiny_build):
     assert not failed
 
 
+def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, tmp_path):
+    """One state above gamma in `state_quality` fails `exploitability_within_gamma`, which counts it
+    and tells the user that running the build again retries such states (see HELD_RETRIES)."""
+    import shutil
+
+    from assets.solve import _check_layer
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+    checks = {c.check_name: c for c in _check_layer(con, cfg, 3)}
+    assert checks["exploitability_within_gamma"].passed and "remedy" not in checks["exploitability_within_gamma"].metadata
+    con.execute("UPDATE state_quality SET exploitability = ? WHERE game = ? AND players = 3 AND state_id = 4",
+                [3 * cfg.gamma, cfg.name])
+    check = {c.check_name: c for c in _check_layer(con, cfg, 3)}["exploitability_within_gamma"]
+    assert not check.passed
+    meta = {k: getattr(v, "value", v) for k, v in check.metadata.items()}
+    assert meta["states_over"] == 1 and meta["max_exploitability"] == pytest.approx(3 * cfg.gamma)
+    assert "run the same build again" in meta["remedy"]
+
+
 def test_rollout_metadata_records_mode_and_precision(tiny_build):
     events = tiny_build["result"].get_asset_materialization_events()
     mats = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}

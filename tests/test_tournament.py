@@ -154,6 +154,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger.held_target[:] = np.where(rng.random(m) < 0.3, rng.random(m), np.inf)
     ledger.held_exploitability[:] = rng.random(m)
     ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
+    ledger.held_retries, ledger.held_retries_allowed = 3, 4
     V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
             "states_screened": 3, "states_checked": 2, "cfr_iterations": 40, "max_delta_v": 0.5,
@@ -180,6 +181,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
                  "held_exploitability"):
         assert np.array_equal(getattr(ledger, name), getattr(ledger_back, name)), name
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_back.order_probs))
+    assert (ledger_back.held_retries, ledger_back.held_retries_allowed) == (3, 4)
     assert ledger_back.V_at.keys() == ledger.V_at.keys()
     assert all(np.array_equal(ledger.V_at[k], ledger_back.V_at[k]) for k in ledger.V_at)
 
@@ -657,7 +659,8 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
     events: list[dict] = []
     max_outer = 12
     layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1,
-                        max_outer=max_outer, max_iterations=8, loose=False, progress=events.append)
+                        max_outer=max_outer, max_iterations=8, loose=False, progress=events.append,
+                        held_retries=0)  # (the retries with a larger cap are tested below)
     assert (len(layer.log) < max_outer and layer.log[-1]["states_updated"] == 0) == ends
     if ends:
         reported = {tuple(e["stacks"]) for e in events if e["event"] == "uncertified"}
@@ -667,6 +670,60 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
         for s, hand in enumerate(layer.hands):  # measured under the final values, held or not
             e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
             assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
+
+
+def _over(layer, target: float) -> set[tuple[int, ...]]:
+    return {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > target}
+
+
+def test_a_layer_settled_above_gamma_retries_its_held_states_with_a_larger_cap(tiny_tensors, solved):
+    """States held at gamma (their solves ran into the CFR+ iteration cap, 8 here) would end the
+    layer above gamma, and its blocking check would stop the build for good. Settled so, the layer
+    solves them again with twice the cap; then every state is within gamma, measured exactly under
+    the final values. Without retries the same layer ends with them above."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.solve_progress import layer_log_line
+
+    target, lower = GAMMA / 100, {2: solved[2].values}
+    without = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, threads=1, max_iterations=8, loose=False,
+                          held_retries=0)
+    assert _over(without, target), "no state was held above gamma: the cap no longer forces the case"
+    events: list[dict] = []
+    layer = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, threads=1, max_iterations=8, loose=False,
+                        held_retries=2, progress=events.append)
+    retries = [e for e in events if e["event"] == "retrying_held"]
+    assert [(e["retry"], e["states"], e["max_iterations"]) for e in retries] == [(1, len(_over(without, target)), 16)]
+    assert retries[0]["exploitability"] == pytest.approx(max(without.exploitability))
+    assert layer_log_line(retries[0])[0] == "warning" and "16" in layer_log_line(retries[0])[1]
+    assert not _over(layer, target) and len(layer.log) > len(without.log)
+    values = {**lower, 3: layer.values}
+    for s, hand in enumerate(layer.hands):
+        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e <= target and e == pytest.approx(layer.exploitability[s], abs=1e-12), s
+
+
+def test_a_layer_finished_above_gamma_is_reopened_by_the_next_run(tiny_tensors, solved, tmp_path):
+    """A layer that finished above gamma (its retries spent, none here) is read back from its
+    checkpoint and tried again by the next run (a rebuild: what the failed check tells the user to
+    do); a layer finished within gamma is only read back."""
+    target, lower = GAMMA / 100, {2: solved[2].values}
+    kwargs = dict(threads=1, max_iterations=8, loose=False, checkpoint=tmp_path)
+    first = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=0, **kwargs)
+    over = _over(first, target)
+    assert over
+    events: list[dict] = []
+    second = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=2, progress=events.append, **kwargs)
+    resumed = next(e for e in events if e["event"] == "resumed")
+    assert not resumed["finished"] and resumed["over_gamma"] == len(over) and resumed["outer"] == len(first.log)
+    assert [e["max_iterations"] for e in events if e["event"] == "retrying_held"] == [16]
+    assert not _over(second, target) and second.log[:len(first.log)] == first.log
+    events.clear()
+    third = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=2, progress=events.append, **kwargs)
+    resumed = next(e for e in events if e["event"] == "resumed")
+    assert resumed["finished"] and not resumed["over_gamma"] and not any(e["event"] == "outer" for e in events)
+    np.testing.assert_array_equal(third.values, second.values)
+    assert third.log == second.log
 
 
 def test_outcome_probabilities_of_the_stored_profile_are_the_solves(tiny_tensors, solved):
