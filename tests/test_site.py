@@ -48,6 +48,32 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
             assert f'href="{model_page}.' not in page.read_text(), (page.name, model_page)  # .html or a dead .md
 
 
+@pytest.mark.parametrize("left_out", [(3,), (2, 3)])
+def test_equilibrium_page_says_which_finishing_probabilities_are_still_to_come(tiny_build, tmp_path, left_out):
+    """A site built while `finishing_probabilities` has not run for every solved layer (the site
+    asset materialized alone in `dagster dev`, or `python -m sitegen.build` during a long build):
+    the page names the player counts still to come and charts and tabulates only the others, where
+    it drew an empty chart and an empty table."""
+    import duckdb
+
+    from sitegen.pages_equilibrium import equilibrium_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM finishing WHERE game = 'tiny' AND players IN (SELECT unnest(?::INTEGER[]))",
+                    [list(left_out)])
+        page = equilibrium_page(con, "tiny")
+    assert f"Not computed yet for {', '.join(map(str, left_out))} players" in page
+    kept = [n for n in (2, 3) if n not in left_out]
+    assert ("eq-win-vs-proportional" in page) == bool(kept)
+    for n in (2, 3):
+        assert (f"**{n} players**" in page) == (n in kept)
+    if kept:
+        win = page.split("## Winning probability")[1].split("## Average")[0]
+        rows = [line for line in win.splitlines() if line.startswith("| ") and line[2].isdigit()]
+        assert len(rows) == 6 - 2 + 1  # the stacks of a 2-player state of 6 units: 1 … 5
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 
@@ -88,7 +114,7 @@ def _rendered_dom(url: str, *flags: str) -> str:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
-                                          ("push-fold.html", 3), ("solve-quality.html", 2), ("models.html", 3),
+                                          ("push-fold.html", 3), ("solve-quality.html", 3), ("models.html", 3),
                                           ("model-ranges.html", 1), ("ex-post.html", 1), ("simulation.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
@@ -181,6 +207,32 @@ def test_tables_fit_the_text_column(tiny_build, page):
         assert sum(row[2] == "model" for row in tables) >= 2, tables  # the two deviation summaries
     if page in ("solve-quality.html", "ex-post.html"):
         assert any(row[2] == "profile" for row in tables), tables  # the ex post summary
+
+
+def test_convergence_chart_and_folded_log_tables_carry_the_solve_log(tiny_build):
+    """The solve quality page charts every positive max exploitability, max |ΔV| and target of the
+    warehouse's solve log (log scale: the zeros left out), one panel per layer, and folds each
+    layer's log table under a line with its outer iterations, CFR+ iterations and seconds."""
+    import json
+
+    import duckdb
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    log = con.execute("SELECT * FROM solve_log WHERE game = 'tiny' ORDER BY players, outer_iteration").df()
+    page = (tiny_build["site"].parent / "docs" / "solve-quality.md").read_text()
+    spec = json.loads(re.search(r'data-target="chart-convergence">(.*?)</script>', page).group(1))
+    rows = next(iter(spec["datasets"].values()))
+    drawn = sorted((r["players"], r["outer_iteration"], r["column"], r["usd"]) for r in rows)
+    expected = sorted((int(r.players), int(r.outer_iteration), c, float(getattr(r, c))) for r in log.itertuples()
+                      for c in ("max_exploitability", "max_delta_v", "target") if getattr(r, c) > 0)
+    assert drawn == expected and len(expected) > 2 * len(log)
+    for n, rows in log.groupby("players"):
+        summary = (f"<summary>{n} players: {len(rows)} outer iterations, {int(rows['cfr_iterations'].sum()):,} "
+                   f"CFR+ iterations, {rows['wall_s'].sum():,.0f} s</summary>")
+        assert summary in page
+    assert page.count('<details markdown="1">') == log["players"].nunique()
+    html = (tiny_build["site"] / "solve-quality.html").read_text()
+    assert html.count("<details>") == log["players"].nunique() and "<table>" in html.split("<details>")[1]
 
 
 def test_table_headers_wrap_after_underscores():

@@ -198,6 +198,33 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
     return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (red: gamma)")
 
 
+CONVERGENCE_SERIES = {"max_exploitability": ("max exploitability", "#d62728"),
+                      "max_delta_v": ("max |ΔV|", "#1f77b4"), "target": ("target", "#7f7f7f")}
+"""The solve log's columns a convergence chart draws: (legend label, colour)."""
+
+
+def convergence_lines(log: pd.DataFrame) -> alt.Chart:
+    """Per outer iteration of each layer (one panel per player count), the largest exploitability
+    and the largest change of a value (both in $, log scale) against the target of the iteration
+    (dashed): how PI-CFR+ tightened the target level by level. ``log``: rows of ``solve_log``.
+    Zeros (no value moved) have no place on a log scale and are left out."""
+    long = log.melt(id_vars=["players", "outer_iteration"], value_vars=list(CONVERGENCE_SERIES),
+                    var_name="column", value_name="usd")
+    long = long[long["usd"] > 0].assign(series=lambda d: d["column"].map(lambda c: CONVERGENCE_SERIES[c][0]))
+    labels = [label for label, _ in CONVERGENCE_SERIES.values()]
+    lines = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=12)).encode(
+        x=alt.X("outer_iteration:Q", title="outer iteration", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("usd:Q", title="$ (log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title="", sort=labels,
+                        scale=alt.Scale(domain=labels, range=[c for _, c in CONVERGENCE_SERIES.values()])),
+        strokeDash=alt.condition(alt.datum.series == "target", alt.value([4, 4]), alt.value([1, 0])),
+        tooltip=["players:O", "outer_iteration:Q", "series:N", alt.Tooltip("usd:Q", title="$", format=".2e")],
+    ).properties(width=255, height=200)
+    # each layer over its own outer iterations (2 players: about 10, 4 or 5 players: 70 or more)
+    return wrapped_facet(lines, alt.Facet("players:O", title="players in the layer"),
+                         FACET_COLUMNS).resolve_scale(x="independent")
+
+
 def depth_curve(df: pd.DataFrame) -> alt.Chart:
     """MAPD (%) and MAD ($) of FGS-d against the depth d; ``df`` columns: depth, mapd_pct, mad."""
     base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)"))

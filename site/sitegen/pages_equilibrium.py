@@ -36,13 +36,18 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         """SELECT f.players, s.stacks[f.position + 1] AS stack, avg(f.probability) AS p_win
            FROM finishing f JOIN states s USING (game, players, state_id)
            WHERE f.game = ? AND f.place = 1 GROUP BY ALL ORDER BY ALL""", [game]).df()
+    finished = set(win["players"].tolist())
+    missing = [n for n in layers if n not in finished]
+    not_yet = (f"Not computed yet for {', '.join(map(str, missing))} players: the finishing probabilities "
+               f"(table `finishing`) come from the asset `finishing_probabilities`, which runs after the "
+               f"solves.\n") if missing else ""
     win["proportional"] = win["stack"] / units
     win["relative_difference_pct"] = 100 * (win["p_win"] - win["proportional"]) / win["proportional"]
     win_chart = pd.concat([
         win[["players", "stack", "p_win"]].rename(columns={"p_win": "value"}).assign(series="equilibrium"),
         win[["players", "stack", "proportional"]].rename(columns={"proportional": "value"}).assign(series="proportional")])
     fin_tables = []
-    for n in layers:
+    for n in sorted(finished):
         fin = con.execute(
             """SELECT s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
                FROM finishing f JOIN states s USING (game, players, state_id)
@@ -50,7 +55,11 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         wide = fin.pivot_table(index="stack", columns="place", values="p").reset_index()
         wide.columns = ["stack", *[f"P{c}" for c in wide.columns[1:]]]
         fin_tables.append(f"**{n} players**\n\n{site_table(wide, decimals=3)}\n")
-    win_table = win[win["players"] == max(layers)][["stack", "p_win", "proportional", "relative_difference_pct"]]
+    win_table = win[win["players"] == max(finished, default=0)][["stack", "p_win", "proportional",
+                                                                  "relative_difference_pct"]]
+    win_section = not_yet + (f"""{chart_html(charts.value_by_stack(win_chart, "P(win)"), "eq-win-vs-proportional")}
+
+{site_table(win_table, decimals=4)}""" if finished else "")
     return f"""# Equilibrium
 
 The near-exact Nash equilibrium of game `{game}` ({cfg['players']} players, {units} units, payouts
@@ -67,13 +76,12 @@ next to ICM (Harville) and the chip-proportional payoff stack / {units} × open 
 
 Mean equilibrium probability of finishing first for each stack size, against the proportional
 x / {units}; the table shows the largest layer and the relative difference in %.
-{chart_html(charts.value_by_stack(win_chart, "P(win)"), "eq-win-vs-proportional")}
 
-{site_table(win_table, decimals=4)}
+{win_section}
 
 ## Average finishing probabilities by stack size
 
-{chr(10).join(fin_tables)}
+{not_yet}{chr(10).join(fin_tables)}
 
 ## Query it
 
@@ -134,6 +142,18 @@ ORDER BY j.node, j.class_id''')}
 """
 
 
+def _log_tables(log: pd.DataFrame) -> str:
+    """The solve log of each layer as a table folded under a line that sums it up (the 45-unit
+    layers run to 74 outer iterations and more: one open table would fill pages)."""
+    blocks = []
+    for n, rows in log.groupby("players", sort=True):
+        summary = (f"{n} players: {len(rows)} outer iterations, {int(rows['cfr_iterations'].sum()):,} CFR+ "
+                   f"iterations, {rows['wall_s'].sum():,.0f} s")
+        blocks.append(f'<details markdown="1">\n<summary>{summary}</summary>\n\n'
+                      f'{site_table(rows.drop(columns="players"))}\n\n</details>')
+    return "\n\n".join(blocks)
+
+
 def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", game)
@@ -164,7 +184,13 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 
 ## Convergence log (outer PI-CFR+ iterations)
 
-{site_table(log)}
+Each outer iteration solves the hands above its target under the layer's current values, then
+evaluates the layer exactly; the target tightens by √10 once an outer iteration updates at most
+3 % of the layer, down to gamma, and the layer ends after an outer iteration at gamma that
+updates no state.
+{chart_html(charts.convergence_lines(log), "convergence")}
+
+{_log_tables(log)}
 
 ## Query it
 
