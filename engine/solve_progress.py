@@ -39,8 +39,8 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "info", f"{head}: {_states_done(event, ' in it')}"
     if kind == "resumed":
         if event.get("over_gamma"):
-            return "info", (f"{head} finished with {event['over_gamma']:,} states above gamma in an earlier run: "
-                            f"reopened after outer iteration {event['outer']} to try them again")
+            return "info", (f"{head} finished above gamma in an earlier run ({event['over_gamma']:,} states), "
+                            f"after outer iteration {event['outer']}")
         return "info", head + (" read back solved from its checkpoint" if event["finished"]
                                else f" resumed after outer iteration {event['outer']}")
     if kind == "retrying_held":

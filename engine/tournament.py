@@ -496,15 +496,29 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     start_outer = 0
     finished = False
     ledger.held_retries_allowed = held_retries
+
+    def retry_held(over: np.ndarray, outer_iteration: int) -> bool:
+        """Solve the held states ``over`` (above gamma) again with a larger cap, if a retry is left."""
+        if not len(over) or ledger.held_retries >= ledger.held_retries_allowed:
+            return False
+        ledger.held_retries += 1
+        if progress:
+            progress({"event": "retrying_held", "players": n, "outer_iteration": outer_iteration,
+                      "states": len(over), "exploitability": float(ledger.bound[over].max()),
+                      "max_iterations": max_iterations * HELD_RETRY_GROWTH ** ledger.held_retries,
+                      "retry": ledger.held_retries, "retries": ledger.held_retries_allowed})
+        ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
+        return True
+
     if checkpoint is not None and layer_path(checkpoint, n).exists():
         V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
-        over = int((ledger.bound > gamma).sum()) if finished else 0
-        if over:  # finished above gamma: this run may retry its held states again (see HELD_RETRIES)
-            finished = False
-            ledger.held_retries_allowed = ledger.held_retries + held_retries
+        over = np.flatnonzero(ledger.bound > gamma) if finished else np.zeros(0, np.int64)
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished,
-                      "over_gamma": over})
+                      "over_gamma": len(over)})
+        if len(over):  # finished above gamma: this run may retry its held states again (see HELD_RETRIES)
+            ledger.held_retries_allowed = ledger.held_retries + held_retries
+            finished = not retry_held(over, start_outer)
     pool = SolverPool(threads, largest_hand(hands))
     keep_jam_chances = sum(s.jam_chance_bytes() for s in solvers) <= JAM_CHANCE_BUDGET
     keep_depth2_sums = sum(s.depth2_sum_bytes() for s in solvers) <= DEPTH2_SUM_BUDGET
@@ -656,16 +670,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 progress({"event": "outer", **entry})
             # (a screening outer iteration that screened no state checked every one like any other)
             settled = updated == 0 and target <= gamma and not ledger.screened.any()
-            over = np.flatnonzero(ledger.bound > gamma) if settled else np.zeros(0, np.int64)
-            retry = len(over) > 0 and ledger.held_retries < ledger.held_retries_allowed
-            if retry:  # held above gamma: solved again with a larger cap (see HELD_RETRIES)
-                ledger.held_retries += 1
-                ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
-                if progress:
-                    progress({"event": "retrying_held", "players": n, "outer_iteration": outer + 1,
-                              "states": len(over), "exploitability": float(ledger.bound[over].max()),
-                              "max_iterations": max_iterations * HELD_RETRY_GROWTH ** ledger.held_retries,
-                              "retry": ledger.held_retries, "retries": ledger.held_retries_allowed})
+            # held above gamma: solved again with a larger cap (see HELD_RETRIES)
+            retry = settled and retry_held(np.flatnonzero(ledger.bound > gamma), outer + 1)
             if checkpoint is not None:
                 save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
                 release_free_memory()

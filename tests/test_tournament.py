@@ -715,9 +715,11 @@ def test_a_layer_finished_above_gamma_is_reopened_by_the_next_run(tiny_tensors, 
     events: list[dict] = []
     second = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=2, progress=events.append, **kwargs)
     resumed = next(e for e in events if e["event"] == "resumed")
-    assert not resumed["finished"] and resumed["over_gamma"] == len(over) and resumed["outer"] == len(first.log)
-    assert [e["max_iterations"] for e in events if e["event"] == "retrying_held"] == [16]
+    assert resumed["over_gamma"] == len(over) and resumed["outer"] == len(first.log)
+    retries = [e for e in events if e["event"] == "retrying_held"]
+    assert [(e["outer_iteration"], e["states"], e["max_iterations"]) for e in retries] == [(len(first.log), len(over), 16)]
     assert not _over(second, target) and second.log[:len(first.log)] == first.log
+    assert second.log[len(first.log)]["states_updated"] >= len(over)  # the retry is the reopened layer's first work
     events.clear()
     third = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=2, progress=events.append, **kwargs)
     resumed = next(e for e in events if e["event"] == "resumed")
