@@ -165,14 +165,16 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
 
 
 def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: list[int],
-               solvers: list[HandSolver], ledger: Ledger) -> Path:
+               solvers: list[HandSolver], ledger: Ledger, elapsed: float = 0.0) -> Path:
     """The records of ``states``, finished in outer iteration ``outer`` (0-based), and the CFR+
-    iterations each spent in it (their bounds and how they were checked are in the ledger)."""
+    iterations each spent in it (their bounds and how they were checked are in the ledger);
+    ``elapsed``: seconds the outer iteration has run so far, over all its runs (see
+    :func:`load_blocks`)."""
     done = block_paths(folder, n)
     number = max((b for o, b, _ in done if o == outer), default=-1) + 1
     idx = np.array(states, np.int64)
     small, streams = solver_records(idx, solvers, ledger)
-    small.update(spent=np.array([spent[s] for s in states], np.int64))
+    small.update(spent=np.array([spent[s] for s in states], np.int64), elapsed=np.array(float(elapsed)))
     path = folder / f"layer{n}.outer{outer}.block{number:05d}.npz"
     write_npz(path, small, streams)
     return path
@@ -320,11 +322,15 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
     return data["V"], log, int(data["outer"]), finished
 
 
-def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], ledger: Ledger) -> dict[int, int]:
+def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
+                ledger: Ledger) -> tuple[dict[int, int], float]:
     """CFR+ iterations spent by each state finished in outer iteration ``outer`` before an interrupt,
-    their records put back; blocks of other outer iterations (left by a crash between a layer save
-    and their deletion) are dropped."""
+    their records put back, and the seconds the outer iteration had run when its last block was
+    saved (the resumed run goes on from there, so the solve log's ``wall_s`` counts every run's
+    kept work, not only the last run's); blocks of other outer iterations (left by a crash between
+    a layer save and their deletion) are dropped."""
     done: dict[int, int] = {}
+    elapsed = 0.0
     for o, _, path in block_paths(folder, n):
         if o != outer:
             path.unlink()
@@ -335,4 +341,6 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver], led
         except ValueError as exc:
             raise ValueError(f"checkpoint {path}: {exc}") from None
         done.update(zip(states.tolist(), data["spent"].tolist()))
-    return done
+        if "elapsed" in data:  # (blocks from before the time was kept: none counted)
+            elapsed = max(elapsed, float(data["elapsed"]))
+    return done, elapsed

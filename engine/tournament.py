@@ -538,7 +538,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ledger.checked[:] = False
             spent: dict[int, int] = {}  # CFR+ iterations per state finished in this outer iteration
             if checkpoint is not None and outer == start_outer:
-                spent = load_blocks(checkpoint, n, outer, solvers, ledger)
+                spent, elapsed = load_blocks(checkpoint, n, outer, solvers, ledger)
+                t0 -= elapsed  # the outer iteration's time counts its earlier runs' kept work
                 if spent and progress:
                     progress({"event": "resumed_states", "players": n, "outer_iteration": outer + 1,
                               "done": len(spent), "states": m})
@@ -641,7 +642,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                     spent[s] = its
                     pending.append(s)
                     if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-                        save_block(checkpoint, n, outer, spent, pending, solvers, ledger)
+                        save_block(checkpoint, n, outer, spent, pending, solvers, ledger,
+                                   elapsed=time.perf_counter() - t0)
                         release_free_memory()  # the restored records the threads replaced (engine.memory)
                         if progress:
                             progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,

@@ -263,6 +263,39 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
     same(again, whole)
 
 
+def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, tiny_tensors, solved):
+    """The solve log's wall_s of an outer iteration resumed from its block checkpoints counts the
+    time its earlier run had spent up to its last block, not only the resumed run's: the `thesis`
+    game's logs undercounted every outer iteration that an interrupt had split."""
+    import time
+
+    lower = {2: solved[2].values}
+
+    class Interrupt(Exception):
+        pass
+
+    saved: list[float] = []
+
+    def slow_then_stop(event: dict) -> None:
+        if event["event"] == "block_saved":
+            saved.append(event["wall_s"])
+            if len(saved) == 3:
+                raise Interrupt
+            time.sleep(0.4)  # the earlier run's work, as time: the resumed run takes far less
+
+    with pytest.raises(Interrupt):
+        solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, checkpoint_every=0.0,
+                    progress=slow_then_stop)
+    assert saved[-1] >= 0.8
+    blocks = sorted(tmp_path.glob("layer3.outer0.block*.npz"))
+    assert [float(np.load(b)["elapsed"]) for b in blocks] == pytest.approx(saved, abs=0.05)
+    t0 = time.perf_counter()
+    resumed = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path)
+    own = time.perf_counter() - t0
+    assert own < saved[-1]  # (else the test could not tell the two counts apart)
+    assert saved[-1] <= resumed.log[0]["wall_s"] <= saved[-1] + own
+
+
 @pytest.mark.parametrize("benchmark, argv, message", [
     ("bench_layer", ["--players", "7"], "--players must be 2 to 5"),
     ("bench_layer", ["--players", "4", "--units", "3"], "--units must be at least --players"),
