@@ -193,7 +193,8 @@ _add(Table(
      _c("max_delta_v", "DOUBLE", "largest change of a value by the policy evaluation, $"),
      _c("max_exploitability", "DOUBLE", "largest per-state exploitability before the evaluation, $ (for a state "
                                          "not re-evaluated, the bound)"),
-     _c("wall_s", "DOUBLE", "seconds")),
+     _c("wall_s", "DOUBLE", "seconds; for an outer iteration an interrupt split, the earlier runs' time up to "
+                            "their last block checkpoint plus the run that finished it")),
     key=("game", "players")))
 
 _add(Table(
