@@ -752,7 +752,8 @@ def test_a_layer_finished_above_gamma_is_reopened_by_the_next_run(tiny_tensors, 
     retries = [e for e in events if e["event"] == "retrying_held"]
     assert [(e["outer_iteration"], e["states"], e["max_iterations"]) for e in retries] == [(len(first.log), len(over), 16)]
     assert not _over(second, target) and second.log[:len(first.log)] == first.log
-    assert second.log[len(first.log)]["states_updated"] >= len(over)  # the retry is the reopened layer's first work
+    reopened = second.log[len(first.log)]  # the retry is the reopened layer's first work, at gamma
+    assert reopened["states_updated"] >= len(over) and reopened["target"] == target
     events.clear()
     third = solve_layer(6, 3, PAYOUTS, target, tiny_tensors, lower, held_retries=2, progress=events.append, **kwargs)
     resumed = next(e for e in events if e["event"] == "resumed")
