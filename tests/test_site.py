@@ -27,6 +27,23 @@ def test_home_page_links_every_page(tiny_build):
         assert f'href="{page}"' in pages, page
 
 
+def test_home_page_gives_the_config_that_rebuilds_its_game(tiny_build, tmp_path):
+    """"Reproduce it" shows the game's config as built, as a TOML file: read back by the build's own
+    loader it is the same game (it only said `./lab build`, which builds `quick`, whatever the site
+    showed). The site lists the config's fields itself, since it does not import the engine."""
+    from dataclasses import fields
+
+    from engine.config import GameConfig, load_config
+    from sitegen.pages import CONFIG_FIELDS
+
+    assert set(CONFIG_FIELDS) == {f.name for f in fields(GameConfig)}
+    page = (tiny_build["site"].parent / "docs" / "index.md").read_text()
+    toml = re.search(r"```toml\n(.*?)\n```", page, re.S).group(1)
+    (tmp_path / "tiny.toml").write_text(toml)
+    assert load_config(tmp_path / "tiny.toml") == load_config(tiny_build["config"])
+    assert "./lab build --config tiny.toml" in page
+
+
 def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
     """The equilibrium's pages and the ICM family's comparison, without the pages that need the model
     sweeps (a `--skip-models` build, or one stopped after the solve): no page links to a missing

@@ -80,6 +80,19 @@ def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
     return {**json.loads(row[0]), "pairs_id": row[1], "triples_id": row[2]}
 
 
+CONFIG_FIELDS = ("name", "players", "units", "payouts", "gamma", "start", "rollout_pairs", "rollout_triples",
+                 "rollout_samples", "rollout_seed", "examples", "fgs_depth", "simulation_tournaments",
+                 "simulation_seed")
+"""The fields of a game config (`engine.config.GameConfig`, read here from the warehouse's `games`
+row: the site does not import the engine), in the order a config file lists them."""
+
+
+def game_toml(cfg: dict) -> str:
+    """The game's config as a TOML file that `./lab build --config` reads back to the same game
+    (JSON's numbers, strings and lists are TOML's too)."""
+    return "\n".join(f"{key} = {json.dumps(cfg[key])}" for key in CONFIG_FIELDS if key in cfg)
+
+
 def is_solved(con: duckdb.DuckDBPyConnection, game: str) -> bool:
     """The game's equilibrium is in the warehouse: its pages (Equilibrium, Push/fold charts, Solve
     quality) are built."""
@@ -149,15 +162,22 @@ fast); sampled tables draw a stated number of boards per matchup with a fixed se
 
 ## Reproduce it
 
-```bash
-git clone <this repository> && cd <it>
-./lab build            # sets up the environment from uv.lock, materializes the assets, builds this site
-./lab test             # runs the test suite
-./lab dagster          # opens the Dagster UI on the same assets and warehouse
+This game's config, as built (save it as `{game}.toml`):
+
+```toml
+{game_toml(cfg)}
 ```
 
-`./lab build --profile gs08` or `--config my-game.toml` build other games. The warehouse is
-`warehouse/lab.duckdb`; open it with `duckdb warehouse/lab.duckdb` or `duckdb.connect(...)`.
+```bash
+git clone <this repository> && cd <it>
+./lab build --config {game}.toml           # the environment from uv.lock, the game, this site
+./lab test                                 # the test suite
+JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets
+```
+
+`./lab build` alone builds the default game `quick`, and `--profile gs08` or `--profile thesis`
+the lab's other named games. The warehouse is `warehouse/lab.duckdb`; open it with
+`duckdb -readonly warehouse/lab.duckdb` or `duckdb.connect(..., read_only=True)`.
 
 ## Pages
 
