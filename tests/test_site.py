@@ -91,6 +91,25 @@ def test_equilibrium_page_says_which_finishing_probabilities_are_still_to_come(t
         rows = [line for line in win.splitlines() if line.startswith("| ") and line[2].isdigit()]
         assert len(rows) == 6 - 2 + 1  # the stacks of a 2-player state of 6 units: 1 … 5
 
+def test_push_fold_page_names_the_example_states_whose_layer_is_not_solved_yet(tiny_build, tmp_path):
+    """Built while the game is still being solved (layer 2 of 3 here), the page charts the heads-up
+    example and names the start state as not solved yet, where it left it out without a word."""
+    import duckdb
+
+    from sitegen.pages_equilibrium import push_fold_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        full = push_fold_page(con, "tiny")
+        for table in ("equilibrium_values", "equilibrium_nodes"):
+            con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 3")
+        partial = push_fold_page(con, "tiny")
+    assert "Not solved yet" not in full and full.count('class="vchart"') == 3
+    assert "Not solved yet: start state, stacks 2, 2, 2 (3-player layer)." in partial
+    assert partial.count('class="vchart"') == 1 and "## Heads-up, even stacks: stacks 3, 3" in partial
+
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 
