@@ -110,6 +110,24 @@ def test_push_fold_page_names_the_example_states_whose_layer_is_not_solved_yet(t
     assert partial.count('class="vchart"') == 1 and "## Heads-up, even stacks: stacks 3, 3" in partial
 
 
+def test_models_page_says_which_layers_its_statistics_cover_while_the_game_is_solved(tiny_build, tmp_path):
+    """The deviation views answer for the layers solved so far (the `thesis` game's layers 2–4 while
+    its 5-player layer is solved); a page built then says so instead of "every player count"."""
+    import duckdb
+
+    from sitegen.pages_models import deviation_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        assert "compared so far" not in deviation_page(con, "tiny")
+        con.execute("DELETE FROM equilibrium_values WHERE game = 'tiny' AND players = 3")
+        page = deviation_page(con, "tiny")
+    assert "**Layers compared so far: 2 players of 3.**" in page
+    assert "the equilibrium of the 3-player layer is not in the warehouse yet" in page
+    assert "MAPD % (3 players)" not in page and "MAPD % (2 players)" in page
+
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 

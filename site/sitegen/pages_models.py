@@ -107,6 +107,11 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
     pending = [f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1) if f"FGS-{d}" not in set(plain["model"])]
+    compared = sorted(set(per_layer["players"].astype(int)))
+    unsolved = [n for n in range(2, int(cfg["players"]) + 1) if n not in compared]
+    partial = (f"\n**Layers compared so far: {', '.join(map(str, compared))} players of {cfg['players']}.** The "
+               f"statistics cover only their states and positions: the equilibrium of the "
+               f"{', '.join(map(str, unsolved))}-player layer is not in the warehouse yet.\n") if unsolved else ""
     return f"""# Models vs equilibrium
 
 How far each equity model's payoffs are from the equilibrium payoffs of game `{game}`, over every
@@ -114,7 +119,7 @@ How far each equity model's payoffs are from the equilibrium payoffs of game `{g
 Roberts, and FGS-1 … FGS-{cfg.get('fgs_depth', 0)} (Future Game Simulation: d hands solved ahead,
 then Harville). Relative deviation = (model − equilibrium) / equilibrium; MAPD = mean |relative
 deviation| in %, MAD = mean |model − equilibrium| in $.
-{_pending_block(pending)}
+{partial}{_pending_block(pending)}
 ## Deviation summary
 
 {site_table(plain, decimals=4)}
