@@ -23,13 +23,19 @@ class GameResource(dg.ConfigurableResource):
         return load_config(self.config_file) if self.config_file else profile(self.profile)
 
 
+ASSET_LOCK_WAIT_S = 60.0
+"""Seconds an asset waits for the warehouse while another process reads it (a `jamfold site`, a
+query) before it fails with WarehouseBusy: an asset may have hours of work to write, where the
+build's own check at its start fails within `db.connect`'s 10 s, before any work."""
+
+
 class WarehouseResource(dg.ConfigurableResource):
     """The DuckDB warehouse file (fails fast with a clear message when another process holds it)."""
 
     path: str = str(db.DEFAULT_PATH)
 
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-        return db.connect(self.path, read_only=read_only)
+        return db.connect(self.path, read_only=read_only, wait_s=ASSET_LOCK_WAIT_S)
 
 
 def cache_dir(*parts: str) -> Path:

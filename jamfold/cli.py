@@ -150,6 +150,26 @@ def cmd_rollout(args: argparse.Namespace) -> None:
               f"{table.wall_s:.1f} s → {db.warehouse_path() if args.warehouse is None else args.warehouse} (rollout '{rollout_id}')")
 
 
+# ---------------------------------------------------------------- site
+def cmd_site(args: argparse.Namespace) -> None:
+    """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
+    so far while a long build runs, or what `dagster dev` materialized."""
+    from assets.resources import build_dir
+    from engine.config import load_config, profile
+    from sitegen.build import build_site
+    from warehouse import db
+
+    cfg = load_config(args.config) if args.config else profile(args.profile)
+    path = Path(args.warehouse) if args.warehouse else db.warehouse_path()
+    with db.session(path, read_only=True) as con:
+        if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
+            how = f"--config {args.config}" if args.config else f"--profile {args.profile}"
+            raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
+                             f"(build it first: ./lab build {how})")
+    site = build_site(cfg.name, path, build_dir())
+    print(f"site of '{cfg.name}' built from the warehouse as it is now: {site / 'index.html'}")
+
+
 # ---------------------------------------------------------------- build
 def cmd_build(args: argparse.Namespace) -> None:
     cfg = _config_from_args(args)
@@ -356,6 +376,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
                          "places; null until finishing_probabilities is materialized), exploitability ($), nodes")
     st.set_defaults(func=cmd_state)
+
+    w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "
+                                    "materialized): e.g. the layers solved so far while a long build runs")
+    g3 = w.add_mutually_exclusive_group()
+    g3.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
+    g3.add_argument("--config", help="TOML game config file")
+    w.add_argument("--warehouse", default=None)
+    w.set_defaults(func=cmd_site)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
     g = b.add_mutually_exclusive_group()

@@ -69,6 +69,8 @@ def test_equity_human_output(capsys):
     (["build", "--profile", "quick", "--fgs-depth", "-1"], "fgs_depth: must be a whole number from 0 to 20"),
     (["build", "--profile", "quick", "--simulation-tournaments", "5"], "simulation_tournaments: must be a whole number"),
     (["build", "--profile", "quick", "--players", "7"], "players: must be a whole number from 2 to 5"),
+    (["site", "--profile", "nope"], "profile: unknown profile"),
+    (["site", "--profile", "gs08", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
 ])
 def test_bad_input_exits_2_with_message(capsys, argv, needle):
     code, _, err = run(capsys, *argv)
@@ -146,6 +148,32 @@ def _record(level, message, kind=None, step="solve_3p", data=None):
     event = SimpleNamespace(step_key=step, event_type_value=kind, event_specific_data=data) if kind else None
     record.dagster_meta = {"dagster_event": event, "op_name": step, "orig_message": message}
     return record
+
+
+def test_site_rebuilds_the_pages_from_the_warehouse_as_it_is(capsys, tiny_build, tmp_path, monkeypatch):
+    """`jamfold site` builds a game's site from the warehouse without materializing anything: in the
+    middle of a build (the 3-player layer not written yet) its pages say what is still to come; a
+    game the warehouse does not hold is refused with exit status 2, naming the build command."""
+    import shutil
+
+    import duckdb
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        for table in ("equilibrium_values", "equilibrium_nodes", "finishing"):
+            con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 3")
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    code, out, err = run(capsys, "site", "--config", str(tiny_build["config"]), "--warehouse", str(warehouse))
+    assert code == 0, err
+    site = tmp_path / "build" / "site"
+    assert f"site of 'tiny' built from the warehouse as it is now: {site / 'index.html'}" in out
+    assert "Not solved yet: start state, stacks 2, 2, 2 (3-player layer)." in (site / "push-fold.html").read_text()
+    assert "Layers solved: 2 players." in (site / "equilibrium.html").read_text()
+    assert "Layers compared so far: 2 players of 3." in (site / "models.html").read_text()
+    code, _, err = run(capsys, "site", "--profile", "gs08", "--warehouse", str(warehouse))
+    assert code == 2 and "--profile: game 'gs08' is not in the warehouse" in err
+    assert "./lab build --profile gs08" in err and "Traceback" not in err
 
 
 def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():

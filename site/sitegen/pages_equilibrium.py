@@ -36,7 +36,8 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         """SELECT f.players, s.stacks[f.position + 1] AS stack, avg(f.probability) AS p_win
            FROM finishing f JOIN states s USING (game, players, state_id)
            WHERE f.game = ? AND f.place = 1 GROUP BY ALL ORDER BY ALL""", [game]).df()
-    finished = set(win["players"].tolist())
+    finished = set(win["players"].tolist()) & set(layers)
+    win = win[win["players"].isin(finished)].copy()
     missing = [n for n in layers if n not in finished]
     not_yet = (f"Not computed yet for {', '.join(map(str, missing))} players: the finishing probabilities "
                f"(table `finishing`) come from the asset `finishing_probabilities`, which runs after the "
