@@ -107,6 +107,31 @@ def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
         holder.wait()
 
 
+def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_path, monkeypatch):
+    """An asset's connection (WarehouseResource) waits ASSET_LOCK_WAIT_S for the file (60 s: it may
+    have hours of work to write) where a plain connect gives up after its own wait; here the wait is
+    4 s and another process holds the file for about 2.5 s."""
+    from assets import resources
+
+    path = tmp_path / "w.duckdb"
+    db.connect(path).close()
+    monkeypatch.setattr(resources, "ASSET_LOCK_WAIT_S", 4.0)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import duckdb, time
+        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep(2.5)""")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        with pytest.raises(db.WarehouseBusy):
+            db.connect(path, wait_s=0.5)
+        resources.WarehouseResource(path=str(path)).connect().close()
+        assert time.monotonic() - t0 >= 1.5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_read_only_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="build it first"):
         db.connect(tmp_path / "nope.duckdb", read_only=True)
