@@ -34,6 +34,7 @@ Units: values and gains in $.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
-from engine.checkpoint import write_npz
+from engine.checkpoint import RowStream, write_npz
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -78,10 +79,17 @@ def reply_key(reply: np.ndarray, sigma: np.ndarray, rows: np.ndarray) -> np.ndar
     return np.where(r == sigma[rows], 2, r).astype(np.int8)
 
 
+CHECKPOINT_EVERY = 300.0
+"""Seconds between the block checkpoints within a nemesis round: the states finished since the last
+one, with their Bellman updates and outcome probabilities, so that an interrupt loses minutes of a
+round (about an hour on the 45-unit 5-player layer), not the round."""
+
+
 def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], values: np.ndarray,
                   lower_nemesis: dict[int, np.ndarray], tensors: SolverTensors, *, tol: float = 1e-9,
                   max_rounds: int = 50, threads: int | None = None,
-                  progress: ProgressFn | None = None, checkpoint: Path | None = None) -> tuple[np.ndarray, list[dict]]:
+                  progress: ProgressFn | None = None, checkpoint: Path | None = None,
+                  checkpoint_every: float = CHECKPOINT_EVERY) -> tuple[np.ndarray, list[dict]]:
     """Nemesis values W (m × n, $) of one layer under the profile ``strategies``.
 
     Args:
@@ -92,9 +100,11 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         tensors: showdown tensors (the same as the solve's).
         tol: stop when the Bellman residual is at most this ($).
         checkpoint: a folder where W and the log are saved after every round
-            (``nemesis{n}.npz``); a check interrupted before resumes from its last round and ends
-            with the values of one never interrupted (what a round keeps besides W only saves work),
-            and a finished layer is read back.
+            (``nemesis{n}.npz``) and, within a round, the states finished every
+            ``checkpoint_every`` seconds (``nemesis{n}.round{r}.block{b}.npz``, deleted with the
+            round's end); a check interrupted before resumes from its last round and the states of
+            the next one already done, and ends with the values of one never interrupted (what a
+            round keeps besides W and its results only saves work), and a finished layer is read back.
 
     Returns:
         ``(W, log)``; log has one entry per round (residual $, rows whose reply differs from σ,
@@ -126,6 +136,18 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         for rnd in range(first, max_rounds + 1):
             t0 = time.perf_counter()
             table = {**lower_nemesis, n: W}
+            results = [None] * m
+            done_before, elapsed = 0, 0.0
+            if checkpoint is not None and rnd == first:  # the states this round finished before an interrupt
+                restored, elapsed = _load_blocks(checkpoint, n, rnd, base_probs)
+                for s_, r in restored.items():
+                    results[s_] = r
+                done_before = len(restored)
+                t0 -= elapsed
+                if restored and progress:
+                    progress({"event": "nemesis_resumed_states", "players": n, "round": rnd, "done": done_before,
+                              "states": m})
+            todo = [s_ for s_ in order if results[s_] is None]
 
             def improve(s: int):
                 # a solver only to evaluate σ and the replies, made per state (15 µs) and dropped (kept
@@ -156,12 +178,17 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                         per_seat.append(last_probs[s][p])
                 return update, per_seat, sum(r is not None for r in replies)
 
-            results = [None] * m
-            clock = kinded_clock(hands, order)
-            done = states_done_events(pool.imap(clock.timed(improve), order), m, progress, PROGRESS_EVERY_S,
-                                      {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock)
-            for s_, r in zip(order, done):
+            clock = kinded_clock(hands, todo)
+            done = states_done_events(pool.imap(clock.timed(improve), todo), len(todo), progress, PROGRESS_EVERY_S,
+                                      {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock,
+                                      done_before=done_before, states=m, wall_before=elapsed)
+            pending, last_save = [], time.perf_counter()
+            for s_, r in zip(todo, done):
                 results[s_] = r
+                pending.append(s_)
+                if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
+                    _save_block(checkpoint, n, rnd, pending, results, base_probs, time.perf_counter() - t0)
+                    pending, last_save = [], time.perf_counter()
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))
@@ -172,6 +199,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             log.append(entry)
             if checkpoint is not None:
                 _save_rounds(checkpoint, n, W, log, finished=residual <= tol)
+                for _, _, path in _block_paths(checkpoint, n):  # the round is in W now
+                    path.unlink()
             if progress:
                 progress({"event": "nemesis_round", **entry})
             if residual <= tol:
@@ -197,6 +226,57 @@ def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
     return data["W"], log, bool(data["finished"])
 
 
+def _block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
+    """(round, block, path) of the layer's block checkpoints, in order."""
+    found = []
+    for path in folder.glob(f"nemesis{n}.round*.block*.npz"):
+        match = re.fullmatch(rf"nemesis{n}\.round(\d+)\.block(\d+)\.npz", path.name)
+        if match:
+            found.append((int(match.group(1)), int(match.group(2)), path))
+    return sorted(found)
+
+
+def _save_block(folder: Path, n: int, rnd: int, states: list[int], results: list, base_probs: list,
+                elapsed: float) -> None:
+    """The Bellman updates, deviating-seat counts and outcome probabilities of ``states``, finished
+    in round ``rnd``: each state's own outcome probabilities (σ's) once, and those of every seat whose
+    reply differs from σ; ``elapsed``: the round's seconds so far."""
+    own = np.array([[probs is not base_probs[s] for probs in results[s][1]] for s in states], bool).reshape(-1, n)
+    number = max((b for r, b, _ in _block_paths(folder, n) if r == rnd), default=-1) + 1
+    small = {"states": np.array(states, np.int64), "terminals": np.array([len(base_probs[s]) for s in states], np.int64),
+             "updates": np.array([results[s][0] for s in states], np.float64).reshape(-1, n),
+             "deviating": np.array([results[s][2] for s in states], np.int64), "own": own,
+             "elapsed": np.array(float(elapsed))}
+    seats = [probs for s, mine in zip(states, own) for probs, o in zip(results[s][1], mine) if o]
+    streams = {"base": (np.float64, 6, [base_probs[s] for s in states]), "seats": (np.float64, 6, seats)}
+    write_npz(folder / f"nemesis{n}.round{rnd}.block{number:05d}.npz", small, streams)
+
+
+def _load_blocks(folder: Path, n: int, rnd: int, base_probs: list) -> tuple[dict[int, tuple], float]:
+    """The results of the states round ``rnd`` finished before an interrupt, their own outcome
+    probabilities put back into ``base_probs``, and the round's seconds at its last block; blocks of
+    other rounds (left by an interrupt between a round's save and their deletion) are dropped."""
+    restored: dict[int, tuple] = {}
+    elapsed = 0.0
+    for r, _, path in _block_paths(folder, n):
+        if r != rnd:
+            path.unlink()
+            continue
+        data = np.load(path)
+        base, seats = RowStream(data, "base"), RowStream(data, "seats")
+        try:
+            for s, t, update, deviating, own in zip(data["states"].tolist(), data["terminals"].tolist(),
+                                                     data["updates"], data["deviating"].tolist(), data["own"]):
+                base_probs[s] = base.take(t)
+                per_seat = [seats.take(t) if o else base_probs[s] for o in own]
+                restored[s] = (update.copy(), per_seat, deviating)
+        finally:
+            base.close()
+            seats.close()
+        elapsed = max(elapsed, float(data["elapsed"]))
+    return restored, elapsed
+
+
 def _evaluate_nemesis(hands: list[CompiledHand], per_seat_probs: list[list[np.ndarray]], n: int,
                       lower_nemesis: dict[int, np.ndarray], W_prev: np.ndarray) -> np.ndarray:
     """Exact values of the nemesis policy: row (s, p) of the chain uses seat p's outcome probabilities."""
@@ -220,7 +300,8 @@ def _evaluate_nemesis(hands: list[CompiledHand], per_seat_probs: list[list[np.nd
 
 def ex_post(layers: dict[int, tuple[list[CompiledHand], list[np.ndarray], np.ndarray]], tensors: SolverTensors,
             *, tol: float = 1e-9, threads: int | None = None, progress: ProgressFn | None = None,
-            checkpoint: Path | None = None) -> dict[int, tuple[np.ndarray, list[dict]]]:
+            checkpoint: Path | None = None,
+            checkpoint_every: float = CHECKPOINT_EVERY) -> dict[int, tuple[np.ndarray, list[dict]]]:
     """Nemesis values of every layer, 2 players up.
 
     ``layers[n] = (hands, strategies, values)`` for n = 2 … players; returns ``{n: (W, log)}``.
@@ -232,5 +313,5 @@ def ex_post(layers: dict[int, tuple[list[CompiledHand], list[np.ndarray], np.nda
         hands, strategies, values = layers[n]
         lower = {k: w for k, (w, _) in out.items()}
         out[n] = nemesis_layer(hands, strategies, values, lower, tensors, tol=tol, threads=threads, progress=progress,
-                               checkpoint=checkpoint)
+                               checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     return out

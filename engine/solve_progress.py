@@ -301,8 +301,9 @@ def sweep_log_line(event: dict) -> str:
 
 def nemesis_log_line(event: dict, profile: str = "") -> str:
     """The log line of an ex post check's progress event (see :func:`engine.best_response.ex_post`):
-    a finished round (``nemesis_round``), states done within one (``nemesis_states``), or rounds
-    read back from an interrupted run (``nemesis_resumed``)."""
+    a finished round (``nemesis_round``), states done within one (``nemesis_states``), rounds
+    read back from an interrupted run (``nemesis_resumed``), or the states of a round read back from
+    its block checkpoints (``nemesis_resumed_states``)."""
     if event["event"] == "nemesis_resumed":
         done = "the layer's check read back" if event["finished"] else "resumed"
         return (f"{profile + ': ' if profile else ''}{event['players']}-player layer: {done} after "
@@ -310,6 +311,8 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
     head = f"{profile + ': ' if profile else ''}{event['players']}-player layer, nemesis round {event['round']}"
     if event["event"] == "nemesis_states":
         return f"{head}: {_states_done(event, ' in it')}"
+    if event["event"] == "nemesis_resumed_states":
+        return f"{head}: {event['done']:,}/{event['states']:,} states already done before the interrupt"
     return (f"{head}: Bellman residual {event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) "
             f"replies differ from the profile, {event['wall_s']:.1f} s")
 

@@ -207,3 +207,42 @@ def test_an_interrupted_ex_post_resumes_from_its_last_round(game, reference, tmp
     again = []
     ex_post(profile, tensors, threads=2, progress=again.append, checkpoint=tmp_path)
     assert [e["event"] for e in again] == ["nemesis_resumed", "nemesis_resumed"]  # no work when finished
+
+
+def test_an_ex_post_interrupted_within_a_round_keeps_the_states_it_finished(game, reference, tmp_path, monkeypatch):
+    """Killed three states into the 3-player layer's second round (a block checkpoint after every
+    state here, every 5 minutes in a build), the check resumes that round with those states read
+    back, computes only the others, ends with the nemesis values of an uninterrupted run to the bit,
+    and deletes the round's blocks once the round is saved."""
+    import engine.best_response as br
+    from engine.solve_progress import nemesis_log_line
+
+    tensors, _, layers = game
+    values, _ = reference
+    profile = {n: (hands, sigmas, values[n]) for n, (_, hands, sigmas) in layers.items()}
+    straight = ex_post(profile, tensors, threads=2)
+    m = len(layers[3][1])
+    assert len(straight[3][1]) >= 2 and m > 5
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(event):
+        if event["event"] == "nemesis_states" and event["players"] == 3 and event["round"] == 2 and event["done"] == 3:
+            raise Interrupt
+
+    monkeypatch.setattr(br, "PROGRESS_EVERY_S", 0.0)
+    with pytest.raises(Interrupt):
+        ex_post(profile, tensors, threads=2, progress=stop, checkpoint=tmp_path, checkpoint_every=0.0)
+    assert len(list(tmp_path.glob("nemesis3.round2.block*.npz"))) == 3
+    events = []
+    resumed = ex_post(profile, tensors, threads=2, progress=events.append, checkpoint=tmp_path, checkpoint_every=0.0)
+    back = [e for e in events if e["event"] == "nemesis_resumed_states"]
+    assert [(e["players"], e["round"], e["done"], e["states"]) for e in back] == [(3, 2, 3, m)]
+    assert nemesis_log_line(back[0]) == f"3-player layer, nemesis round 2: 3/{m:,} states already done before the interrupt"
+    ticks = [e["done"] for e in events if e["event"] == "nemesis_states" and e["players"] == 3 and e["round"] == 2]
+    assert ticks == list(range(4, m))  # the other states only, counted on from the three
+    for n in straight:
+        np.testing.assert_array_equal(straight[n][0], resumed[n][0])
+        assert [e["round"] for e in resumed[n][1]] == [e["round"] for e in straight[n][1]]
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
