@@ -384,7 +384,7 @@ def test_every_facet_panel_has_its_own_x_axis_and_no_axis_hangs_under_empty_spac
     import pandas as pd
     import vl_convert as vlc
 
-    from sitegen.charts import ex_post_bars, push_fold_grids, value_by_stack
+    from sitegen.charts import convergence_lines, ex_post_bars, push_fold_grids, value_by_stack
 
     def x_axes(chart) -> int:
         return len(re.findall(r'aria-label="X-axis', vlc.vegalite_to_svg(chart.to_dict())))
@@ -397,6 +397,9 @@ def test_every_facet_panel_has_its_own_x_axis_and_no_axis_hangs_under_empty_spac
     grids = pd.DataFrame({"panel": [f"node {i}" for i in range(10)], "order": range(10), "grid_row": 0,
                           "grid_col": 0, "label": "AA", "jam_probability": 1.0})
     assert x_axes(push_fold_grids(grids, "t", columns=3)) == 10
+    log = pd.DataFrame({"players": [2, 3, 3, 4], "outer_iteration": [1, 1, 2, 1], "target": 0.01,
+                        "max_delta_v": [0.5, 0.2, 0.0, 1.0], "max_exploitability": 0.005})
+    assert x_axes(convergence_lines(log)) == 3
 
 
 def test_model_pages_show_the_warehouse_numbers(tiny_build):
