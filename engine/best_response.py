@@ -34,7 +34,6 @@ Units: values and gains in $.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
-from engine.checkpoint import RowStream, write_npz
+from engine.checkpoint import RowStream, blocks_of_step, next_block_path, step_blocks, write_npz
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -199,7 +198,7 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             log.append(entry)
             if checkpoint is not None:
                 _save_rounds(checkpoint, n, W, log, finished=residual <= tol)
-                for _, _, path in _block_paths(checkpoint, n):  # the round is in W now
+                for _, _, path in step_blocks(checkpoint, f"nemesis{n}", "round"):  # the round is in W now
                     path.unlink()
             if progress:
                 progress({"event": "nemesis_round", **entry})
@@ -226,30 +225,19 @@ def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
     return data["W"], log, bool(data["finished"])
 
 
-def _block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
-    """(round, block, path) of the layer's block checkpoints, in order."""
-    found = []
-    for path in folder.glob(f"nemesis{n}.round*.block*.npz"):
-        match = re.fullmatch(rf"nemesis{n}\.round(\d+)\.block(\d+)\.npz", path.name)
-        if match:
-            found.append((int(match.group(1)), int(match.group(2)), path))
-    return sorted(found)
-
-
 def _save_block(folder: Path, n: int, rnd: int, states: list[int], results: list, base_probs: list,
                 elapsed: float) -> None:
     """The Bellman updates, deviating-seat counts and outcome probabilities of ``states``, finished
     in round ``rnd``: each state's own outcome probabilities (σ's) once, and those of every seat whose
     reply differs from σ; ``elapsed``: the round's seconds so far."""
     own = np.array([[probs is not base_probs[s] for probs in results[s][1]] for s in states], bool).reshape(-1, n)
-    number = max((b for r, b, _ in _block_paths(folder, n) if r == rnd), default=-1) + 1
     small = {"states": np.array(states, np.int64), "terminals": np.array([len(base_probs[s]) for s in states], np.int64),
              "updates": np.array([results[s][0] for s in states], np.float64).reshape(-1, n),
              "deviating": np.array([results[s][2] for s in states], np.int64), "own": own,
              "elapsed": np.array(float(elapsed))}
     seats = [probs for s, mine in zip(states, own) for probs, o in zip(results[s][1], mine) if o]
     streams = {"base": (np.float64, 6, [base_probs[s] for s in states]), "seats": (np.float64, 6, seats)}
-    write_npz(folder / f"nemesis{n}.round{rnd}.block{number:05d}.npz", small, streams)
+    write_npz(next_block_path(folder, f"nemesis{n}", "round", rnd), small, streams)
 
 
 def _load_blocks(folder: Path, n: int, rnd: int, base_probs: list) -> tuple[dict[int, tuple], float]:
@@ -258,10 +246,7 @@ def _load_blocks(folder: Path, n: int, rnd: int, base_probs: list) -> tuple[dict
     other rounds (left by an interrupt between a round's save and their deletion) are dropped."""
     restored: dict[int, tuple] = {}
     elapsed = 0.0
-    for r, _, path in _block_paths(folder, n):
-        if r != rnd:
-            path.unlink()
-            continue
+    for path in blocks_of_step(folder, f"nemesis{n}", "round", rnd):
         data = np.load(path)
         base, seats = RowStream(data, "base"), RowStream(data, "seats")
         try:

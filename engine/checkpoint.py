@@ -88,14 +88,39 @@ def layer_path(folder: Path, n: int) -> Path:
     return folder / f"layer{n}.npz"
 
 
-def block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
-    """(outer iteration, block number, path) of the layer's block files, in order."""
+def step_blocks(folder: Path, stem: str, step: str) -> list[tuple[int, int, Path]]:
+    """(step, block number, path) of the block files ``{stem}.{step}{k}.block{b}.npz`` in
+    ``folder``, in order: the states a long loop finished within its step ``k`` (a layer solve's
+    outer iteration, a nemesis round) before an interrupt."""
     found = []
-    for p in folder.glob(f"layer{n}.outer*.block*.npz"):
-        match = re.fullmatch(rf"layer{n}\.outer(\d+)\.block(\d+)\.npz", p.name)
+    for p in folder.glob(f"{stem}.{step}*.block*.npz"):
+        match = re.fullmatch(rf"{re.escape(stem)}\.{step}(\d+)\.block(\d+)\.npz", p.name)
         if match:
             found.append((int(match[1]), int(match[2]), p))
     return sorted(found)
+
+
+def blocks_of_step(folder: Path, stem: str, step: str, k: int) -> list[Path]:
+    """The block files of step ``k``, in order; those of other steps (left by an interrupt between
+    the save of a whole step and the deletion of its blocks) are deleted."""
+    kept = []
+    for j, _, path in step_blocks(folder, stem, step):
+        if j == k:
+            kept.append(path)
+        else:
+            path.unlink()
+    return kept
+
+
+def next_block_path(folder: Path, stem: str, step: str, k: int) -> Path:
+    """Where step ``k``'s next block goes: numbered after its blocks already saved."""
+    number = max((b for j, b, _ in step_blocks(folder, stem, step) if j == k), default=-1) + 1
+    return folder / f"{stem}.{step}{k}.block{number:05d}.npz"
+
+
+def block_paths(folder: Path, n: int) -> list[tuple[int, int, Path]]:
+    """(outer iteration, block number, path) of the layer's block files, in order."""
+    return step_blocks(folder, f"layer{n}", "outer")
 
 
 def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple[np.dtype, int, list]],
@@ -170,12 +195,10 @@ def save_block(folder: Path, n: int, outer: int, spent: dict[int, int], states: 
     iterations each spent in it (their bounds and how they were checked are in the ledger);
     ``elapsed``: seconds the outer iteration has run so far, over all its runs (see
     :func:`load_blocks`)."""
-    done = block_paths(folder, n)
-    number = max((b for o, b, _ in done if o == outer), default=-1) + 1
     idx = np.array(states, np.int64)
     small, streams = solver_records(idx, solvers, ledger)
     small.update(spent=np.array([spent[s] for s in states], np.int64), elapsed=np.array(float(elapsed)))
-    path = folder / f"layer{n}.outer{outer}.block{number:05d}.npz"
+    path = next_block_path(folder, f"layer{n}", "outer", outer)
     write_npz(path, small, streams)
     return path
 
@@ -331,10 +354,7 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
     a layer save and their deletion) are dropped."""
     done: dict[int, int] = {}
     elapsed = 0.0
-    for o, _, path in block_paths(folder, n):
-        if o != outer:
-            path.unlink()
-            continue
+    for path in blocks_of_step(folder, f"layer{n}", "outer", outer):
         data = np.load(path)
         try:
             states = restore_records(data, solvers, ledger)
