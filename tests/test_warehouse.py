@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 
 import duckdb
 import pandas as pd
@@ -89,22 +90,29 @@ def test_constants_fill_columns(tmp_path):
         assert con.execute("SELECT DISTINCT game, model FROM model_examples").fetchall() == [("g", "roberts")]
 
 
-def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
-    path = tmp_path / "w.duckdb"
-    db.connect(path).close()
+@contextmanager
+def _held_by_another_process(path, seconds: float):
+    """Another process holds the warehouse file open for ``seconds`` from the moment this enters."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import duckdb, time, sys
-        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep(30)""")],
+        import duckdb, time
+        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep({seconds})""")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
+    path = tmp_path / "w.duckdb"
+    db.connect(path).close()
+    with _held_by_another_process(path, 30):
         t0 = time.monotonic()
         with pytest.raises(db.WarehouseBusy, match=r"in use by .*PID \d+"):
             db.connect(path, wait_s=1.0)
         assert time.monotonic() - t0 < 10
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_path, monkeypatch):
@@ -116,20 +124,12 @@ def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_pa
     path = tmp_path / "w.duckdb"
     db.connect(path).close()
     monkeypatch.setattr(resources, "ASSET_LOCK_WAIT_S", 4.0)
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import duckdb, time
-        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep(2.5)""")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
+    with _held_by_another_process(path, 2.5):
         t0 = time.monotonic()
         with pytest.raises(db.WarehouseBusy):
             db.connect(path, wait_s=0.5)
         resources.WarehouseResource(path=str(path)).connect().close()
         assert time.monotonic() - t0 >= 1.5
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_read_only_missing_file(tmp_path):
