@@ -342,36 +342,50 @@ def _whole_stacks(values: list[str], cfg) -> list[int]:
 
 
 # ---------------------------------------------------------------- parser
+WAREHOUSE_HELP = "DuckDB file (default warehouse/lab.duckdb)"
+
+
+class _Subcommands:
+    """Adds subcommands whose one-line help (the `jamfold --help` listing) is also their own
+    `jamfold COMMAND --help` description, so neither page is left without it."""
+
+    def __init__(self, action: argparse._SubParsersAction) -> None:
+        self._action = action
+
+    def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:
+        return self._action.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jamfold", description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = _Subcommands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
 
     e = sub.add_parser("equity", help="finishing matrix and payoffs of an equity model")
-    e.add_argument("--model", required=True, choices=("harville", "weitzman", "roberts"))
+    e.add_argument("--model", required=True, choices=("harville", "weitzman", "roberts"), help="equity model")
     e.add_argument("--stacks", required=True, nargs="+", metavar="CHIPS", help="stacks, any positive numbers")
     e.add_argument("--payouts", required=True, nargs="+", metavar="USD", help="prizes for 1st, 2nd, … (non-increasing)")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print JSON (keys: model, stacks, payouts, finishing, payoffs)")
     e.set_defaults(func=cmd_equity)
 
     s = sub.add_parser("showdown", help="exact all-in probabilities of 2 or 3 hand classes (e.g. AA KK QQ, AKs 72o)")
-    s.add_argument("hands", nargs="+", metavar="HAND")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("hands", nargs="+", metavar="HAND", help="hand class: a pair (AA), suited (AKs) or offsuit (AKo)")
+    s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=cmd_showdown)
 
     r = sub.add_parser("rollout", help="build the pair and triple tables into the warehouse, with a progress bar")
     r.add_argument("--exact", action="store_true", help="enumerate every board (triples take about an hour on 2 cores)")
     r.add_argument("--samples", type=int, metavar="N", help="boards per matchup, sampled")
-    r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--kind", choices=("pairs", "triples", "all"), default="all")
-    r.add_argument("--warehouse", default=None, help="DuckDB file (default warehouse/lab.duckdb)")
+    r.add_argument("--seed", type=int, default=1, help="random seed of the sampled boards (default 1)")
+    r.add_argument("--kind", choices=("pairs", "triples", "all"), default="all", help="which table (default all)")
+    r.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     r.set_defaults(func=cmd_rollout)
 
     st = sub.add_parser("state", help="equilibrium of one state: payoffs, ICM, finishing probabilities, push/fold ranges")
     g2 = st.add_mutually_exclusive_group()
-    g2.add_argument("--profile", default="quick")
-    g2.add_argument("--config")
+    g2.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
+    g2.add_argument("--config", help="TOML game config file")
     st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS", help="stacks in acting order, e.g. 1 41 3")
-    st.add_argument("--warehouse", default=None)
+    st.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     st.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
                          "places; null until finishing_probabilities is materialized), exploitability ($), nodes")
@@ -382,22 +396,22 @@ def build_parser() -> argparse.ArgumentParser:
     g3 = w.add_mutually_exclusive_group()
     g3.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
     g3.add_argument("--config", help="TOML game config file")
-    w.add_argument("--warehouse", default=None)
+    w.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     w.set_defaults(func=cmd_site)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
     g = b.add_mutually_exclusive_group()
     g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
     g.add_argument("--config", help="TOML game config file")
-    b.add_argument("--players", type=int)
-    b.add_argument("--units", type=int)
-    b.add_argument("--payouts", type=float, nargs="+")
-    b.add_argument("--gamma", type=float)
-    b.add_argument("--start", type=int, nargs="+")
+    b.add_argument("--players", type=int, help="players at the start (2–5)")
+    b.add_argument("--units", type=int, help="chips in play, in units of the small blind")
+    b.add_argument("--payouts", type=float, nargs="+", metavar="USD", help="prizes for 1st, 2nd, … (non-increasing)")
+    b.add_argument("--gamma", type=float, metavar="USD", help="target exploitability of every state, $")
+    b.add_argument("--start", type=int, nargs="+", metavar="UNITS", help="stacks of the start state, in acting order")
     b.add_argument("--fgs-depth", type=int, help="deepest FGS model (FGS-1 … FGS-D)")
     b.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
-    b.add_argument("--simulation-seed", type=int)
-    b.add_argument("--warehouse", default=None)
+    b.add_argument("--simulation-seed", type=int, help="random seed of the simulations")
+    b.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     skip = b.add_mutually_exclusive_group()
     skip.add_argument("--skip-solve", action="store_true",
                       help="leave out the equilibrium and everything measured against it (solves, ex post, model "

@@ -497,6 +497,27 @@ def test_lab_bench_help_lists_every_benchmark():
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
 
 
+def test_every_subcommand_and_option_explains_itself_in_help(capsys):
+    """`jamfold COMMAND --help` starts with what the command does (`jamfold site --help` showed only
+    its usage line), and every option and argument of every command has its own help text."""
+    import argparse
+    from jamfold.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "site", "build"}
+    listed = {c.dest: c.help for c in sub._choices_actions}
+    for name, parser in sub.choices.items():
+        assert parser.description and parser.description.rstrip(".").lower() == listed[name].lower(), name
+        silent = [a.option_strings or a.dest for a in parser._actions
+                  if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
+        assert silent == [], f"{name}: options without help {silent}"
+        with pytest.raises(SystemExit) as exc:
+            main([name, "--help"])
+        assert exc.value.code == 0
+        out = capsys.readouterr().out
+        assert listed[name].split()[0].capitalize() in out.split("\n\n")[1], name
+
+
 def _interrupt_first_write(monkeypatch, then_fail: bool) -> None:
     """Make the build's first table write receive a SIGINT the way a DuckDB query does: the signal
     lands while the query runs, Dagster's handler raises its interrupt error, and DuckDB swallows it
