@@ -9,15 +9,22 @@ check) computes them here, on every core. Measured on 2 threads (2026-11-26, sam
 the solved equilibria of the benchmark checkpoints): 5.1 ms per state over the 20-unit 5-player
 layer (3,876 states, 19.7 s), 3.2 ms over the 45-unit 4-player layer (13,244 states, 42.5 s), so
 the 45-unit 5-player layer's 135,751 states take about 13–16 minutes.
+
+With a ``checkpoint`` folder the states finished so far are saved there every
+:data:`CHECKPOINT_EVERY` seconds (``outcomes.layer{n}.block{b}.npz``), so an interrupted pass
+resumes with them and computes only the others.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from engine.cfr import HandSolver
+from engine.checkpoint import RowStream, blocks_of_step, next_block_path, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import kinded_clock, states_done_events
@@ -26,18 +33,37 @@ from engine.tournament import SolverPool, heaviest_first, largest_hand
 PROGRESS_EVERY_S = 30.0
 """Seconds between progress events (states done, time left) within a layer."""
 
+CHECKPOINT_EVERY = 300.0
+"""Seconds between block checkpoints of the states finished, when a checkpoint folder is given."""
+
 
 def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray], tensors: SolverTensors, *,
                           threads: int | None = None,
-                          progress: Callable[[dict], None] | None = None) -> list[np.ndarray]:
+                          progress: Callable[[dict], None] | None = None,
+                          checkpoint: Path | None = None,
+                          checkpoint_every: float = CHECKPOINT_EVERY) -> list[np.ndarray]:
     """Per state, the (terminals, 6) outcome probabilities of the profile ``strategies`` (per state,
     its (nodes × 169) jam probabilities), on ``threads`` threads (default: NUMBA_NUM_THREADS).
 
     ``progress`` gets ``{"event": "outcome_states", "players", "done", "states", "wall_s",
-    "left_s"}`` every :data:`PROGRESS_EVERY_S` seconds. The result does not depend on the threads.
+    "left_s"}`` every :data:`PROGRESS_EVERY_S` seconds; a resumed pass also sends
+    ``{"event": "outcome_resumed", "players", "states"}`` once. ``checkpoint``: a folder for the
+    block checkpoints of this profile's layer (the caller keeps it apart from other profiles' and
+    deletes it once the result is kept). The result does not depend on the threads or on
+    interrupts.
     """
     if not hands:
         return []
+    n = hands[0].n_players
+    out: list[np.ndarray | None] = [None] * len(hands)
+    if checkpoint is not None:
+        for path in blocks_of_step(checkpoint, "outcomes", "layer", n):
+            _load_block(path, out)
+        if progress is not None and any(p is not None for p in out):
+            progress({"event": "outcome_resumed", "players": n, "states": sum(p is not None for p in out)})
+    todo = [s for s in heaviest_first(hands) if out[s] is None]
+    if not todo:
+        return out
     pool = SolverPool(threads, largest_hand(hands))
 
     def one(s: int) -> np.ndarray:
@@ -45,14 +71,35 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
         solver.evaluate(strategies[s], np.zeros_like(hands[s].term_prize), pool.workspace())
         return solver.order_probs.copy()
 
-    out: list[np.ndarray | None] = [None] * len(hands)
-    order = heaviest_first(hands)
     try:
-        clock = kinded_clock(hands, order)
-        results = states_done_events(pool.imap(clock.timed(one), order), len(hands), progress, PROGRESS_EVERY_S,
-                                     {"event": "outcome_states", "players": hands[0].n_players}, clock=clock)
-        for s, probs in zip(order, results):
+        clock = kinded_clock(hands, todo)
+        results = states_done_events(pool.imap(clock.timed(one), todo), len(todo), progress, PROGRESS_EVERY_S,
+                                     {"event": "outcome_states", "players": n}, clock=clock,
+                                     done_before=len(hands) - len(todo), states=len(hands))
+        pending, last_save = [], time.perf_counter()
+        for s, probs in zip(todo, results):
             out[s] = probs
+            pending.append(s)
+            if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
+                _save_block(checkpoint, n, pending, out)
+                pending, last_save = [], time.perf_counter()
     finally:
         pool.close()
     return out
+
+
+def _save_block(folder: Path, n: int, states: list[int], out: list) -> None:
+    """The outcome probabilities of the finished ``states``, as the layer's next block."""
+    small = {"states": np.array(states, np.int64), "terminals": np.array([len(out[s]) for s in states], np.int64)}
+    write_npz(next_block_path(folder, "outcomes", "layer", n), small,
+              {"probs": (np.float64, 6, [out[s] for s in states])})
+
+
+def _load_block(path: Path, out: list) -> None:
+    with np.load(path) as data:
+        probs = RowStream(data, "probs")
+        try:
+            for s, t in zip(data["states"].tolist(), data["terminals"].tolist()):
+                out[s] = probs.take(t)
+        finally:
+            probs.close()

@@ -319,5 +319,9 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
 
 def outcome_log_line(event: dict) -> str:
     """The log line of a progress event of :func:`engine.profile_outcomes.outcome_probabilities`:
-    a layer's hand outcomes under a fixed profile, states done."""
-    return f"{event['players']}-player layer, hand outcomes of the profile: {_states_done(event)}"
+    a layer's hand outcomes under a fixed profile, states done, or those read back from the block
+    checkpoints of an interrupted run (``outcome_resumed``)."""
+    head = f"{event['players']}-player layer, hand outcomes of the profile"
+    if event["event"] == "outcome_resumed":
+        return f"{head}: {event['states']:,} states already done before the interrupt"
+    return f"{head}: {_states_done(event)}"

@@ -441,6 +441,49 @@ def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibriu
     assert checks["finishing_gives_back_the_values"].metadata["max_error_usd"].value == pytest.approx(0.01)
 
 
+def test_finishing_probabilities_interrupted_within_a_layer_keep_its_finished_states(tiny_build, tmp_path,
+                                                                                      monkeypatch):
+    """Killed two states into the 3-player layer's hand outcomes, the rerun finds those states in
+    the layer's work folder, computes the others, writes the table an uninterrupted run writes, and
+    leaves no work folder behind."""
+    import dagster as dg
+
+    import assets.finishing as finishing
+    import engine.profile_outcomes as po
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    query = "SELECT * FROM finishing WHERE game = 'tiny' ORDER BY ALL"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        straight = con.execute(query).df()
+    monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
+    found, armed = {}, [True]
+
+    def interrupted(hands, strategies, tensors, *, progress, checkpoint):
+        n = hands[0].n_players
+        found[n] = len(list(checkpoint.glob(f"outcomes.layer{n}.block*.npz")))
+
+        def stop(event):
+            if armed[0] and n == 3 and event["event"] == "outcome_states" and event["done"] == 2:
+                raise RuntimeError("killed")
+            progress(event)
+
+        return po.outcome_probabilities(hands, strategies, tensors, progress=stop, checkpoint=checkpoint,
+                                        checkpoint_every=0.0)
+
+    monkeypatch.setattr(finishing, "outcome_probabilities", interrupted)
+    assert not dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False).success
+    assert found == {2: 0, 3: 0}
+    armed[0] = False
+    found.clear()
+    assert dg.materialize([finishing.finishing_probabilities], resources=resources).success
+    assert found == {3: 2}  # the 2-player layer kept whole, the 3-player one resumed with its two states
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(straight, con.execute(query).df())
+    cache = tmp_path / "cache" / "finishing"
+    assert {p.name for p in cache.rglob("*.json")} == {"layer2.json", "layer3.json"}
+    assert not list(cache.rglob("*.work-*"))
+
+
 def test_finished_ex_post_checks_leave_no_rounds_behind(tiny_build):
     """Each profile's nemesis rounds are checkpointed while it is checked and dropped once its record
     is kept: after a build only the records are left."""

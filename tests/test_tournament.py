@@ -780,6 +780,43 @@ def test_outcome_probabilities_of_the_stored_profile_are_the_solves(tiny_tensors
         lower[n] = layer.values
 
 
+def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_tensors, solved, tmp_path, monkeypatch):
+    """Killed after three states of the 3-player layer (a block checkpoint after every state here,
+    every 5 minutes in a build), the pass resumes with those read back, computes only the others,
+    and gives the uninterrupted result to the bit."""
+    import engine.profile_outcomes as po
+    from engine.cfr import HandSolver
+    from engine.solve_progress import outcome_log_line
+
+    layer = solved[3]
+    m = len(layer.hands)
+    assert m > 5
+    straight = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(event):
+        if event["event"] == "outcome_states" and event["done"] == 3:
+            raise Interrupt
+
+    monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
+    with pytest.raises(Interrupt):
+        po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=stop,
+                                 checkpoint=tmp_path, checkpoint_every=0.0)
+    assert len(list(tmp_path.glob("outcomes.layer3.block*.npz"))) == 3
+    events, computed = [], []
+    monkeypatch.setattr(po, "HandSolver", lambda hand, tensors: computed.append(hand) or HandSolver(hand, tensors))
+    resumed = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=events.append,
+                                       checkpoint=tmp_path, checkpoint_every=0.0)
+    assert len(computed) == m - 3
+    assert events[0] == {"event": "outcome_resumed", "players": 3, "states": 3}
+    assert outcome_log_line(events[0]) == "3-player layer, hand outcomes of the profile: 3 states already done before the interrupt"
+    assert [e["done"] for e in events[1:]] == list(range(4, m))
+    for s in range(m):
+        np.testing.assert_array_equal(resumed[s], straight[s])
+
+
 def test_time_left_leaves_out_the_first_state(monkeypatch):
     """The estimate of the time left within an outer iteration (and a sweep's, a nemesis round's)
     runs at the rate of the states finished after the first: the first holds numba's compile. A
