@@ -166,11 +166,12 @@ class _Ticker:
     per kind)."""
 
     def __init__(self, progress: ProgressFn | None, n: int, outer: int, kinds: np.ndarray, todo: np.ndarray,
-                 prior: np.ndarray | None = None, every: float = 15.0):
+                 prior: np.ndarray | None = None, every: float = 15.0, wall_before: float = 0.0):
         self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, len(kinds), every
         self.count = self.m - int(np.count_nonzero(todo))
         self.clock = KindedClock(kinds, todo, prior)
-        self.t0 = self.last = time.perf_counter()
+        self.last = time.perf_counter()
+        self.t0 = self.last - wall_before  # the outer iteration's seconds, its earlier runs' included
         self.lock = threading.Lock()
 
     def begin(self, state: int, started: float) -> None:
@@ -537,6 +538,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ledger.screened[:] = False
             ledger.checked[:] = False
             spent: dict[int, int] = {}  # CFR+ iterations per state finished in this outer iteration
+            elapsed = 0.0
             if checkpoint is not None and outer == start_outer:
                 spent, elapsed = load_blocks(checkpoint, n, outer, solvers, ledger)
                 t0 -= elapsed  # the outer iteration's time counts its earlier runs' kept work
@@ -548,7 +550,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             todo[list(spent)] = False
             kinds, prior = first_solve_kinds(*tree_kinds, (source < 0) & never_solved) if never_solved.any() \
                 else tree_kinds
-            ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior)
+            ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior, wall_before=elapsed)
 
             target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)
