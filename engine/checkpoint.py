@@ -14,6 +14,10 @@ place (a file is complete or absent, never half written):
   resumed outer iteration takes those states as done (a 5-player outer iteration is hours of
   work; a 4-player one at 45 units 10–20 minutes). Blocks of an outer iteration are deleted once
   its ``layer{n}.npz`` is written.
+- ``layer{n}.measure{k}.block{b}.npz`` once the layer has settled (after k outer iterations),
+  every few minutes of its final exact measurement of the states skipped or screened last: the
+  exploitability of each state measured (the 45-unit 5-player layer's measurement is about half
+  an hour). Deleted with the outer iterations' blocks when ``layer{n}.npz`` is written.
 
 A state's work depends only on its own record, its warm-start source's and the layer values, so
 a resumed solve takes the same path as one never interrupted; the one exception is the depth-2
@@ -58,7 +62,8 @@ class Ledger:
     that target unless it has become more exploitable (see ``solve_layer``). ``held_retries``
     counts the times the layer, settled at gamma with such states above gamma, tried them again
     with a larger cap, and ``held_retries_allowed`` how many it may (see
-    :data:`engine.tournament.HELD_RETRIES`).
+    :data:`engine.tournament.HELD_RETRIES`). ``settled``: the layer's outer iterations are over
+    (settled at gamma, no retry left to make); only the final exact measurement is left.
     """
 
     bound: np.ndarray
@@ -74,6 +79,7 @@ class Ledger:
     held_exploitability: np.ndarray
     held_retries: int = 0
     held_retries_allowed: int = 0
+    settled: bool = False
 
     @classmethod
     def empty(cls, terminals: list[int], n: int) -> "Ledger":
@@ -181,11 +187,12 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
     referenced = sorted(ledger.V_at)
     small.update(V=V, outer=np.array(outer), finished=np.array(finished),
                  held_retries=np.array([ledger.held_retries, ledger.held_retries_allowed], np.int64),
+                 settled=np.array(ledger.settled),
                  log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
                  log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
                  V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
     write_npz(layer_path(folder, n), small, streams)
-    for _, _, p in block_paths(folder, n):
+    for _, _, p in block_paths(folder, n) + step_blocks(folder, f"layer{n}", "measure"):
         p.unlink()
 
 
@@ -336,6 +343,8 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
         ledger.V_at = {int(k): v for k, v in zip(data["V_at_keys"], data["V_at"])}
     if ledger is not None and "held_retries" in data:  # (checkpoints from before the retries: none tried)
         ledger.held_retries, ledger.held_retries_allowed = (int(x) for x in data["held_retries"])
+    if ledger is not None:  # (checkpoints from before: not settled, the next run checks once more)
+        ledger.settled = bool(data["settled"]) if "settled" in data else False
     keys = [str(k) for k in data["log_keys"]]
     log = []
     for row in data["log"]:
@@ -364,3 +373,20 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
         if "elapsed" in data:  # (blocks from before the time was kept: none counted)
             elapsed = max(elapsed, float(data["elapsed"]))
     return done, elapsed
+
+
+def save_measure_block(folder: Path, n: int, outer: int, states: list[int], bound: np.ndarray) -> None:
+    """The exact exploitability ($) of ``states``, measured after the layer settled in ``outer``
+    outer iterations."""
+    write_npz(next_block_path(folder, f"layer{n}", "measure", outer),
+              {"states": np.array(states, np.int64), "bound": bound[states].astype(np.float64)}, {})
+
+
+def load_measure_blocks(folder: Path, n: int, outer: int, bound: np.ndarray) -> list[int]:
+    """The states measured before an interrupt, their exploitability put back into ``bound``."""
+    done: list[int] = []
+    for path in blocks_of_step(folder, f"layer{n}", "measure", outer):
+        with np.load(path) as data:
+            bound[data["states"]] = data["bound"]
+            done.extend(data["states"].tolist())
+    return done

@@ -41,8 +41,10 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         if event.get("over_gamma"):
             return "info", (f"{head} finished above gamma in an earlier run ({event['over_gamma']:,} states), "
                             f"after outer iteration {event['outer']}")
-        return "info", head + (" read back solved from its checkpoint" if event["finished"]
-                               else f" resumed after outer iteration {event['outer']}")
+        if event["finished"]:
+            return "info", head + " read back solved from its checkpoint"
+        return "info", head + (f" resumed after outer iteration {event['outer']}"
+                               + (", settled: only its final exact measurement is left" if event.get("settled") else ""))
     if kind == "retrying_held":
         return "warning", (f"{head}: settled at gamma with {event['states']:,} states still above it (at most "
                            f"{event['exploitability']:.2e} $), their solves having run out of CFR+ iterations; "
@@ -62,8 +64,11 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if kind == "prepared":
         return "info", f"{head}: {event['states']:,} states ready in {duration(event['wall_s'])}"
     if kind == "measuring":
+        resumed = f" ({event['done']:,} already measured before the interrupt)" if event.get("done") else ""
         return "info", (f"{head}: solved; measuring exactly the {event['states']:,} states skipped or screened "
-                        f"in the last outer iteration")
+                        f"in the last outer iteration{resumed}")
+    if kind == "measuring_states":
+        return "info", f"{head}, final exact measurement: {_states_done(event)}"
     if kind == "block_saved":
         return "info", (f"{head}: checkpoint of {event['states']:,} more states ({event['done']:,} done), "
                         f"{event['wall_s']:.0f} s")

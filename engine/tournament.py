@@ -21,7 +21,7 @@ cap before it ends (:data:`HELD_RETRIES`).
 
 Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time). With a
 checkpoint folder the solve is saved atomically after every outer iteration and every few minutes
-within one (:mod:`engine.checkpoint`), so an interrupted solve resumes where it stopped, on the
+within one and within the final exact measurement (:mod:`engine.checkpoint`), so an interrupted solve resumes where it stopped, on the
 same path, and a finished layer is read back without any work (unless it finished above gamma:
 then the next run reopens it for more retries).
 """
@@ -41,14 +41,16 @@ import numpy as np
 
 from engine import equity_models, states
 from engine.cfr import HandSolver
-from engine.checkpoint import Ledger, layer_path, load_blocks, load_layer, save_block, save_layer
+from engine.checkpoint import (Ledger, layer_path, load_blocks, load_layer, load_measure_blocks, save_block,
+                               save_layer, save_measure_block)
 from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, compile_hand, pass_cost, utilities
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors, Workspace
 from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds
+from engine.solve_progress import (KindedClock, cost_kinds, estimable_order, first_solve_kinds, kinded_clock,
+                                   states_done_events)
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -159,6 +161,10 @@ class SolverPool:
         self.executor.shutdown(cancel_futures=True)
 
 
+PROGRESS_EVERY_S = 15.0
+"""Seconds between the 'states done' events within an outer iteration or the final measurement."""
+
+
 class _Ticker:
     """Reports states finished within an outer iteration, at most every ``every`` seconds, with the
     time left priced per kind of state (:class:`~engine.solve_progress.KindedClock`; ``kinds``
@@ -166,8 +172,9 @@ class _Ticker:
     per kind)."""
 
     def __init__(self, progress: ProgressFn | None, n: int, outer: int, kinds: np.ndarray, todo: np.ndarray,
-                 prior: np.ndarray | None = None, every: float = 15.0, wall_before: float = 0.0):
-        self.progress, self.n, self.outer, self.m, self.every = progress, n, outer, len(kinds), every
+                 prior: np.ndarray | None = None, every: float | None = None, wall_before: float = 0.0):
+        self.progress, self.n, self.outer, self.m = progress, n, outer, len(kinds)
+        self.every = PROGRESS_EVERY_S if every is None else every
         self.count = self.m - int(np.count_nonzero(todo))
         self.clock = KindedClock(kinds, todo, prior)
         self.last = time.perf_counter()
@@ -503,6 +510,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
         if not len(over) or ledger.held_retries >= ledger.held_retries_allowed:
             return False
         ledger.held_retries += 1
+        ledger.settled = False
         if progress:
             progress({"event": "retrying_held", "players": n, "outer_iteration": outer_iteration,
                       "states": len(over), "exploitability": float(ledger.bound[over].max()),
@@ -516,7 +524,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
         over = np.flatnonzero(ledger.bound > gamma) if finished else np.zeros(0, np.int64)
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished,
-                      "over_gamma": len(over)})
+                      "over_gamma": len(over), "settled": ledger.settled})
         if len(over):  # finished above gamma: this run may retry its held states again (see HELD_RETRIES)
             ledger.held_retries_allowed = ledger.held_retries + held_retries
             finished = not retry_held(over, start_outer)
@@ -527,11 +535,11 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     order = np.array(heaviest_first(hands), dtype=np.int64)
     wave, source = warm_start_waves(stacks)
     tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
-    converged = False
+    converged = ledger.settled and not finished  # (resumed in its final measurement)
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:
-        for outer in ([] if finished else range(start_outer, max_outer)):
+        for outer in ([] if finished or converged else range(start_outer, max_outer)):
             t0 = time.perf_counter()
             values = {**lower_values, n: V}
             ledger.skipped[:] = False
@@ -676,26 +684,16 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             settled = updated == 0 and target <= gamma and not ledger.screened.any()
             # held above gamma: solved again with a larger cap (see HELD_RETRIES)
             retry = settled and retry_held(np.flatnonzero(ledger.bound > gamma), outer + 1)
+            ledger.settled = settled and not retry
             if checkpoint is not None:
                 save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
                 release_free_memory()
-            if settled and not retry:
+            if ledger.settled:
                 converged = True
                 break
         if not finished:
-            # states skipped or screened in the last outer iteration carry a bound: measure them exactly
-            values = {**lower_values, n: V}
-
-            def measure(s: int) -> None:
-                solver = solvers[s]
-                ws = pool.workspace()
-                ws.forget()
-                ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
-
-            last = np.flatnonzero(ledger.skipped | ledger.screened)
-            if progress and len(last):
-                progress({"event": "measuring", "players": n, "states": len(last)})
-            pool.map(measure, last)
+            _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, len(log),
+                          checkpoint if converged else None, checkpoint_every, progress)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
@@ -705,6 +703,40 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     return LayerSolution(players=n, stacks=stacks, values=V, strategy=[s.strategy() for s in solvers],
                          exploitability=ledger.bound.copy(), iterations=np.array([s.iterations for s in solvers]),
                          hands=hands, order_probs=ledger.order_probs, log=log)
+
+
+def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHand], solvers: list[HandSolver],
+                  ledger: Ledger, pool: SolverPool, outer: int, checkpoint: Path | None, checkpoint_every: float,
+                  progress: ProgressFn | None) -> None:
+    """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
+    layer's last outer iteration (they carry only a bound). About half an hour on the 45-unit
+    5-player layer, so with a ``checkpoint`` the states measured are saved every
+    ``checkpoint_every`` seconds (``outer``: the outer iterations the layer settled after) and an
+    interrupted measurement resumes with them; progress events ``measuring`` (once) and
+    ``measuring_states``."""
+    last = np.flatnonzero(ledger.skipped | ledger.screened)
+    done = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else []
+    measured = set(done)
+    todo = [int(last[i]) for i in heaviest_first([hands[s] for s in last]) if int(last[i]) not in measured]
+    if progress and len(last):
+        progress({"event": "measuring", "players": n, "states": len(last), "done": len(done)})
+
+    def measure(s: int) -> None:
+        solver = solvers[s]
+        ws = pool.workspace()
+        ws.forget()
+        ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
+
+    clock = kinded_clock(hands, todo)
+    results = states_done_events(pool.imap(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
+                                 {"event": "measuring_states", "players": n}, clock=clock, done_before=len(done),
+                                 states=len(last))
+    pending, last_save = [], time.perf_counter()
+    for s, _ in zip(todo, results):
+        pending.append(s)
+        if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
+            save_measure_block(checkpoint, n, outer, pending, ledger.bound)
+            pending, last_save = [], time.perf_counter()
 
 
 def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,

@@ -155,6 +155,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     ledger.held_exploitability[:] = rng.random(m)
     ledger.V_at = {0: rng.random((m, 3)), 1: rng.random((m, 3))}
     ledger.held_retries, ledger.held_retries_allowed = 3, 4
+    ledger.settled = True
     V = rng.random((m, 3))
     log = [{"players": 3, "outer_iteration": 1, "target": 0.01, "states_updated": 5, "states_skipped": 0,
             "states_screened": 3, "states_checked": 2, "cfr_iterations": 40, "max_delta_v": 0.5,
@@ -181,7 +182,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
                  "held_exploitability"):
         assert np.array_equal(getattr(ledger, name), getattr(ledger_back, name)), name
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_back.order_probs))
-    assert (ledger_back.held_retries, ledger_back.held_retries_allowed) == (3, 4)
+    assert (ledger_back.held_retries, ledger_back.held_retries_allowed) == (3, 4) and ledger_back.settled
     assert ledger_back.V_at.keys() == ledger.V_at.keys()
     assert all(np.array_equal(ledger.V_at[k], ledger_back.V_at[k]) for k in ledger.V_at)
 
@@ -261,6 +262,55 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
                         progress=events.append)
     assert [e["event"] for e in events] == ["preparing", "resumed", "prepared", "layer_done"] and events[1]["finished"]
     same(again, whole)
+
+
+def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tmp_path, tiny_tensors, monkeypatch):
+    """Killed three states into the final exact measurement of the states skipped last (about half
+    an hour on the 45-unit 5-player layer, all of it lost before), the solve resumes in the
+    measurement: no further outer iteration, the three states read back, the others measured, and
+    the layer ends exactly as one never interrupted; its measurement blocks are gone."""
+    import engine.tournament as tournament
+    from engine.solve_progress import layer_log_line
+
+    monkeypatch.setattr(tournament, "JAM_CHANCE_BUDGET", 0)  # (see test_interrupted_solve_resumes_on_the_same_path)
+    monkeypatch.setattr(tournament, "PROGRESS_EVERY_S", 0.0)
+    lower = {2: solve_layer(8, 2, PAYOUTS, GAMMA, tiny_tensors, {}, threads=1).values}
+    events: list[dict] = []
+    whole = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, progress=events.append)
+    measured = [e for e in events if e["event"] == "measuring"][0]["states"]
+    assert measured > 5
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(event: dict) -> None:
+        if event["event"] == "measuring_states" and event["done"] == 3:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path, checkpoint_every=0.0,
+                    progress=stop)
+    assert len(list(tmp_path.glob(f"layer3.measure{len(whole.log)}.block*.npz"))) == 3
+    events.clear()
+    resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
+                          checkpoint_every=0.0, progress=events.append)
+    kinds = [e["event"] for e in events]
+    assert "outer" not in kinds and "states" not in kinds
+    back = events[kinds.index("resumed")]
+    assert back["settled"] and not back["finished"] and back["outer"] == len(whole.log)
+    assert layer_log_line(back)[1].endswith("settled: only its final exact measurement is left")
+    start = events[kinds.index("measuring")]
+    assert (start["states"], start["done"]) == (measured, 3)
+    assert "(3 already measured before the interrupt)" in layer_log_line(start)[1]
+    ticks = [e["done"] for e in events if e["event"] == "measuring_states"]
+    assert ticks == list(range(4, measured))
+    assert layer_log_line(events[kinds.index("measuring_states")])[1].startswith(
+        "3-player layer, final exact measurement: 4/")
+    assert np.array_equal(resumed.values, whole.values) and np.array_equal(resumed.exploitability, whole.exploitability)
+    assert all(np.array_equal(x, y) for x, y in zip(resumed.strategy, whole.strategy))
+    assert [{k: v for k, v in e.items() if k != "wall_s"} for e in resumed.log] == \
+        [{k: v for k, v in e.items() if k != "wall_s"} for e in whole.log]
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
 
 
 def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, tiny_tensors, solved):
