@@ -709,8 +709,8 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
                   ledger: Ledger, pool: SolverPool, outer: int, checkpoint: Path | None, checkpoint_every: float,
                   progress: ProgressFn | None) -> None:
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
-    layer's last outer iteration (they carry only a bound). About half an hour on the 45-unit
-    5-player layer, so with a ``checkpoint`` the states measured are saved every
+    layer's last outer iteration (they carry only a bound). Projected at about half an hour on the
+    45-unit 5-player layer (the 4-player layer's took 1.8 min; ten times the states, larger trees), so with a ``checkpoint`` the states measured are saved every
     ``checkpoint_every`` seconds (``outer``: the outer iterations the layer settled after) and an
     interrupted measurement resumes with them; progress events ``measuring`` (once) and
     ``measuring_states``."""
