@@ -18,7 +18,7 @@ from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
 from engine.best_response import ex_post
 from engine.solve_progress import nemesis_log_line
 from engine.states import n_states
-from engine.tournament import compile_layer
+from engine.layers import compile_layer
 from warehouse import db
 
 PROFILE = "equilibrium"

@@ -22,7 +22,7 @@ from assets.solve import equilibrium_tensors
 from engine.config import GameConfig
 from engine.model_strategies import Sweep, fgs_sweeps, model_values
 from engine.sweep_checkpoint import drop_solvers
-from engine.tournament import compile_game
+from engine.layers import compile_game
 from warehouse import db
 
 FGS_CHECKS = {

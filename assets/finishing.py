@@ -27,7 +27,7 @@ from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
 from engine.profile_outcomes import outcome_probabilities
 from engine.solve_progress import outcome_log_line
-from engine.tournament import compile_layer
+from engine.layers import compile_layer
 from warehouse import db
 
 CHECKS = {

@@ -31,7 +31,7 @@ from engine.equity_models import MODELS
 from engine.model_strategies import Sweep, equilibrium_solvers, model_values, solve_sweep
 from engine.solve_progress import sweep_log_line
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
-from engine.tournament import compile_game
+from engine.layers import compile_game
 from warehouse import db
 
 

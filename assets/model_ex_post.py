@@ -24,7 +24,7 @@ from engine.best_response import ex_post
 from engine.model_strategies import profile_values
 from engine.profile_outcomes import outcome_probabilities
 from engine.solve_progress import nemesis_log_line, outcome_log_line
-from engine.tournament import compile_game
+from engine.layers import compile_game
 from warehouse import db
 
 

@@ -49,7 +49,8 @@ from engine.perf_map import write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
-from engine.tournament import _rescale_regrets, model_layer_values
+from engine.layers import model_layer_values
+from engine.tournament import _rescale_regrets
 from engine.warm_starts import start_from_neighbour, tree_shape, warm_start_waves
 
 NC = 169

@@ -41,7 +41,8 @@ from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line, nemesis_log_line
 from engine.states import enumerate_states, state_index
-from engine.tournament import compile_game, icm_values, solve_tournament
+from engine.layers import compile_game, icm_values
+from engine.tournament import solve_tournament
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,7 +47,7 @@ from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
 from engine.solve_progress import kinded_clock, states_done_events
-from engine.tournament import SolverPool, heaviest_first, largest_hand
+from engine.solver_pool import SolverPool, heaviest_first, largest_hand
 
 ProgressFn = Callable[[dict], None]
 

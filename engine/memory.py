@@ -8,7 +8,7 @@ the 45-unit 5-player layer, resumed from its full checkpoint, grew by about 57 K
 its second outer iteration (1 GiB every 19,000 states) and would have passed 24 GB before the end.
 ``malloc_trim(0)`` hands those free pages back (a toy of 40,000 such arrays: 2.05 → 1.09 GiB).
 The same holds between the assets, which run in one process: a finished layer's dropped solvers
-stayed resident (see :class:`engine.tournament.SolverPool`, which trims before every heavy loop).
+stayed resident (see :class:`engine.solver_pool.SolverPool`, which trims before every heavy loop).
 
 The trim hands back whole free pages only, and a restore interleaves each state's records with
 small ones that stay (gains, Python objects): the same layer, resumed with a trim at every block

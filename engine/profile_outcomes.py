@@ -28,7 +28,7 @@ from engine.checkpoint import RowStream, blocks_of_step, next_block_path, write_
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import kinded_clock, states_done_events
-from engine.tournament import SolverPool, heaviest_first, largest_hand
+from engine.solver_pool import SolverPool, heaviest_first, largest_hand
 
 PROGRESS_EVERY_S = 30.0
 """Seconds between progress events (states done, time left) within a layer."""

@@ -28,29 +28,27 @@ then the next run reopens it for more retries).
 
 from __future__ import annotations
 
-import functools
-import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from engine import equity_models, states
+from engine import states
 from engine.cfr import HandSolver
 from engine.checkpoint import (Ledger, layer_path, load_blocks, load_layer, load_measure_blocks, save_block,
                                save_layer, save_measure_block)
 from engine.exploitability_bounds import gain_bounds, margin_bounds
-from engine.game_tree import CompiledHand, compile_hand, pass_cost, utilities
-from engine.hand import hand_tree
-from engine.hand_pass import SolverTensors, Workspace
+from engine.game_tree import CompiledHand, utilities
+from engine.hand_pass import SolverTensors
+from engine.layers import compile_layer, icm_values
 from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import (KindedClock, cost_kinds, estimable_order, first_solve_kinds, kinded_clock,
                                    states_done_events)
+from engine.solver_pool import SolverPool, heaviest_first, largest_hand
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -74,91 +72,6 @@ class LayerSolution:
     def exact_checks(self) -> int:
         """Exact exploitability checks the solve made, over all its outer iterations (``states_checked``)."""
         return int(sum(e["states_checked"] for e in self.log))
-
-
-def model_layer_values(model: str, stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
-    """An equity model's payoffs ($) of a layer: the players present compete for places 1..n."""
-    n = stacks.shape[1]
-    prizes = np.zeros(n)
-    k = min(n, len(payouts))
-    prizes[:k] = payouts[:k]
-    return equity_models.payoffs(equity_models.finishing_matrices(model, stacks.astype(np.float64)), prizes)
-
-
-def icm_values(stacks: np.ndarray, payouts: tuple[float, ...]) -> np.ndarray:
-    """Harville payoffs ($) of a layer (the PI-CFR+ starting values)."""
-    return model_layer_values("harville", stacks, payouts)
-
-
-def compile_layer(units: int, n: int, payouts: tuple[float, ...]) -> tuple[np.ndarray, list[CompiledHand]]:
-    """All states of the n-player layer and their compiled hands."""
-    stacks = states.enumerate_states(units, n)
-    # the layer's hands reach each successor state from many states (about 80 lookups per 5-player
-    # hand, under 150,000 distinct successors in the 45-unit game): ranking each once halves the build
-    successor_index = functools.lru_cache(maxsize=None)(states.state_index)
-    hands = []
-    for row in stacks:
-        key = tuple(int(x) for x in row)
-        hands.append(compile_hand(key, payouts, successor_index, hand_tree(key, payouts)))
-    return stacks, hands
-
-
-def compile_game(units: int, players: int, payouts: tuple[float, ...]
-                 ) -> tuple[dict[int, np.ndarray], dict[int, list[CompiledHand]]]:
-    """:func:`compile_layer` for every layer 2 .. ``players``: (stacks, hands), each keyed by player count."""
-    stacks, hands = {}, {}
-    for n in range(2, players + 1):
-        stacks[n], hands[n] = compile_layer(units, n, payouts)
-    return stacks, hands
-
-
-class SolverPool:
-    """Threads with one workspace each (the numba kernels release the GIL); ``threads=None`` means
-    NUMBA_NUM_THREADS (all cores unless set).
-
-    Every heavy loop (a layer solve, a model sweep, a nemesis, a profile's hand outcomes) starts by
-    making one, so it first hands back to the system what earlier work freed
-    (:func:`~engine.memory.release_free_memory`): the assets run in one process, and glibc kept a
-    finished layer's solvers resident after they were dropped (the 45-unit game's 4-player layer
-    read back from its checkpoint: 0.93 GiB, of which 0.91 stayed until the trim; its 5-player
-    layer holds 13.9 GiB), where the next loop's threads would not reuse it."""
-
-    def __init__(self, threads: int | None, hand: CompiledHand):
-        release_free_memory()
-        self.threads = max(1, threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1)))
-        self.local = threading.local()
-        self.template = hand
-        self.executor = ThreadPoolExecutor(self.threads)
-
-    def workspace(self) -> Workspace:
-        ws = getattr(self.local, "ws", None)
-        if ws is None:
-            ws = self.local.ws = Workspace.for_hand(self.template)
-        return ws
-
-    def map(self, fn, items):
-        return list(self.executor.map(fn, items))
-
-    def imap(self, fn, items, chunk: int = 8):
-        """fn over items on the threads, results yielded in the items' order as they come.
-
-        Items go to the threads in chunks of up to ``chunk`` (fewer when there are too few items
-        to keep every thread busy): each handed-out task costs the main thread GIL time, which a
-        layer solve, with one item per state and outer iteration, otherwise spends by the
-        ten thousands.
-        """
-        items = list(items)
-        size = max(1, min(chunk, len(items) // (4 * self.threads)))
-        if size == 1:
-            yield from self.executor.map(fn, items)
-            return
-        chunks = [items[i:i + size] for i in range(0, len(items), size)]
-        for results in self.executor.map(lambda part: [fn(x) for x in part], chunks):
-            yield from results
-
-    def close(self) -> None:
-        """Wait for the running items only: after an interrupt the queued ones are dropped."""
-        self.executor.shutdown(cancel_futures=True)
 
 
 PROGRESS_EVERY_S = 15.0
@@ -295,21 +208,6 @@ Measured on the 25-unit 3-player game: a state's exploitability rose by a median
 percentile 9 % of what :func:`~engine.exploitability_bounds.gain_bound` allowed, so exact checks
 (a full hand pass each, most of the time of an outer iteration that updates few states) mostly
 confirm what was known."""
-
-
-def heaviest_first(hands: list[CompiledHand]) -> list[int]:
-    """State indices by decreasing cost of a hand pass (:func:`~engine.game_tree.pass_cost`).
-
-    Handing the two threads the expensive hands first keeps one from idling at the end of a
-    layer while the other finishes a dense 5-player hand (longest-processing-time order).
-    """
-    cost = [pass_cost(h) for h in hands]
-    return sorted(range(len(hands)), key=lambda s: -cost[s])
-
-
-def largest_hand(hands: list[CompiledHand]) -> CompiledHand:
-    """The hand needing the biggest workspace (most nodes, terminals, depth-2 nodes)."""
-    return max(hands, key=lambda h: (len(h.node_actor), len(h.term_kind), int((h.node_depth == 2).sum())))
 
 
 SOLVE_SLACK = {3: 0.7}

@@ -17,7 +17,7 @@ from engine.model_strategies import fgs_sweeps, model_values, profile_values, so
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import state_index
-from engine.tournament import compile_layer
+from engine.layers import compile_layer
 
 UNITS, PLAYERS, PAY, GAMMA = 7, 3, (50.0, 30.0, 20.0), 1e-3
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.tournament import icm_values, solve_layer, solve_tournament
+from engine.layers import icm_values
+from engine.tournament import solve_layer, solve_tournament
 
 PAYOUTS = (70.0, 30.0)
 GAMMA = 1e-3
@@ -131,7 +132,7 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     layer solve knows about it (the average only lives during a solve)."""
     from engine.cfr import REGRET_ARRAYS, HandSolver
     from engine.checkpoint import Ledger, load_layer, restore_records, save_layer
-    from engine.tournament import compile_layer
+    from engine.layers import compile_layer
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     solvers = [HandSolver(h, tiny_tensors) for h in hands]
@@ -453,7 +454,8 @@ def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors
     the old profile); one far above has them scaled to RESTART_WEIGHT iterations' worth."""
     from engine import tournament
     from engine.cfr import HandSolver
-    from engine.tournament import compile_layer, prepare_resolve
+    from engine.layers import compile_layer
+    from engine.tournament import prepare_resolve
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     rng = np.random.default_rng(2)
@@ -587,7 +589,7 @@ def test_neighbour_table_moves_one_unit_between_two_players():
 @pytest.mark.parametrize("units,players", [(6, 2), (9, 3), (11, 4), (12, 5)])
 def test_tree_shape_groups_states_with_the_same_hand_tree(units, players):
     """States share a tree_shape exactly when their compiled hands have the same nodes."""
-    from engine.tournament import compile_layer
+    from engine.layers import compile_layer
     from engine.warm_starts import tree_shape
 
     stacks, hands = compile_layer(units, players, (50.0, 30.0, 20.0)[:max(2, min(players, 3))])
@@ -604,7 +606,7 @@ def test_warm_start_waves_take_each_source_from_the_wave_before(monkeypatch, cha
     but for one seed per connected group of same-shape neighbours and the states at multiples of the
     longest warm-start chain."""
     from engine import warm_starts
-    from engine.tournament import compile_layer
+    from engine.layers import compile_layer
     from engine.warm_starts import neighbour_table, warm_start_waves
 
     monkeypatch.setattr(warm_starts, "WARM_CHAIN", chain)
@@ -716,7 +718,7 @@ def test_solver_pool_yields_results_in_item_order(items, threads):
     """The pool hands states out in chunks but must yield every result once, in the items' order."""
     from engine.game_tree import compile_hand
     from engine.states import state_index
-    from engine.tournament import SolverPool
+    from engine.solver_pool import SolverPool
 
     pool = SolverPool(threads, compile_hand((3, 3), (1.0,), state_index))
     try:
@@ -984,7 +986,7 @@ def test_the_loops_time_their_states_into_the_kinded_clock(monkeypatch):
     and report the clock's estimate; a state's kind is its tree (one pass cost per tree shape)."""
     import engine.solve_progress as sp
     from engine.solve_progress import cost_kinds, kinded_clock
-    from engine.tournament import compile_layer
+    from engine.layers import compile_layer
     from engine.warm_starts import tree_shape
 
     stacks, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
@@ -1026,7 +1028,7 @@ def test_compile_layer_ranks_successors_as_state_index_does():
     from engine.game_tree import compile_hand
     from engine.hand import hand_tree
     from engine.states import state_index
-    from engine.tournament import compile_layer
+    from engine.layers import compile_layer
 
     payouts = (50.0, 30.0, 20.0)
     stacks, hands = compile_layer(12, 4, payouts)
@@ -1083,7 +1085,8 @@ def test_heavy_loops_start_by_handing_back_freed_memory(tiny_tensors):
     loop makes one) hand it back before they allocate: about 200 MiB of freed records, left in the
     main thread's arena as a finished layer's are, gone by the solve's first progress event."""
     from engine.memory import release_free_memory
-    from engine.tournament import SolverPool, compile_layer
+    from engine.layers import compile_layer
+    from engine.solver_pool import SolverPool
 
     if not release_free_memory():
         pytest.skip("the C library has no malloc_trim")
@@ -1130,7 +1133,8 @@ def test_estimable_loop_leaves_out_what_is_done_and_meets_every_tree_first():
     """A model sweep's order (resumed with some states done): every state not done, once; a state
     of every tree among the first; the same order again for the same seed."""
     from engine.solve_progress import cost_kinds, estimable_loop
-    from engine.tournament import compile_layer, heaviest_first
+    from engine.layers import compile_layer
+    from engine.solver_pool import heaviest_first
 
     _, hands = compile_layer(12, 4, (50.0, 30.0, 20.0))
     kinds, _ = cost_kinds(hands)
