@@ -65,12 +65,14 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         def outcome_progress(event: dict, model: str = model) -> None:
             context.log.info(f"{model}: {outcome_log_line(event)}")
 
-        probs = {n: outcome_probabilities(layers[n], strategies[n], tensors, progress=outcome_progress)
+        work = done.work_dir(model)  # the model's hand outcomes and nemesis rounds so far
+        probs = {n: outcome_probabilities(layers[n], strategies[n], tensors, progress=outcome_progress,
+                                          checkpoint=work)
                  for n in layers}
         V = profile_values(layers, probs)
         result = ex_post({n: (layers[n], strategies[n], V[n]) for n in layers}, tensors,
                          progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)),
-                         checkpoint=done.work_dir(model))
+                         checkpoint=work)
         frame = nemesis_frame(result, V)
         min_gain = min(min_gain, float(frame["gain"].min()))
         with warehouse.connect() as con:

@@ -1,6 +1,6 @@
 """Checkpoints of a layer solve: a killed solve resumes where it stopped, on the same path.
 
-Two kinds of file in the checkpoint folder, each written to a temporary name and renamed into
+Three kinds of file in the checkpoint folder, each written to a temporary name and renamed into
 place (a file is complete or absent, never half written):
 
 - ``layer{n}.npz`` after every outer iteration: the layer values, the log, and every state's
@@ -375,18 +375,23 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
     return done, elapsed
 
 
-def save_measure_block(folder: Path, n: int, outer: int, states: list[int], bound: np.ndarray) -> None:
+def save_measure_block(folder: Path, n: int, outer: int, states: list[int], bound: np.ndarray,
+                       elapsed: float) -> None:
     """The exact exploitability ($) of ``states``, measured after the layer settled in ``outer``
-    outer iterations."""
+    outer iterations, and the measurement's seconds so far (``elapsed``, over all its runs)."""
     write_npz(next_block_path(folder, f"layer{n}", "measure", outer),
-              {"states": np.array(states, np.int64), "bound": bound[states].astype(np.float64)}, {})
+              {"states": np.array(states, np.int64), "bound": bound[states].astype(np.float64),
+               "elapsed": np.array(float(elapsed))}, {})
 
 
-def load_measure_blocks(folder: Path, n: int, outer: int, bound: np.ndarray) -> list[int]:
-    """The states measured before an interrupt, their exploitability put back into ``bound``."""
+def load_measure_blocks(folder: Path, n: int, outer: int, bound: np.ndarray) -> tuple[list[int], float]:
+    """The states measured before an interrupt, their exploitability put back into ``bound``, and
+    the measurement's seconds at its last block."""
     done: list[int] = []
+    elapsed = 0.0
     for path in blocks_of_step(folder, f"layer{n}", "measure", outer):
         with np.load(path) as data:
             bound[data["states"]] = data["bound"]
             done.extend(data["states"].tolist())
-    return done
+            elapsed = max(elapsed, float(data["elapsed"]))
+    return done, elapsed

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import RowStream, blocks_of_step, next_block_path, write_npz
+from engine.checkpoint import RowStream, next_block_path, step_blocks, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import kinded_clock, states_done_events
@@ -47,18 +47,24 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
 
     ``progress`` gets ``{"event": "outcome_states", "players", "done", "states", "wall_s",
     "left_s"}`` every :data:`PROGRESS_EVERY_S` seconds; a resumed pass also sends
-    ``{"event": "outcome_resumed", "players", "states"}`` once. ``checkpoint``: a folder for the
-    block checkpoints of this profile's layer (the caller keeps it apart from other profiles' and
-    deletes it once the result is kept). The result does not depend on the threads or on
-    interrupts.
+    ``{"event": "outcome_resumed", "players", "states"}`` once (``wall_s`` counts the earlier
+    runs' seconds too). ``checkpoint``: a folder for the block checkpoints of this profile's
+    layers, each layer's blocks named by its player count (the caller keeps it apart from other
+    profiles' and deletes it once the result is kept); the
+    last block is saved with the last state, so a caller interrupted later (a model's ex post
+    check, hours of nemesis rounds after its outcomes) reads the whole layer back. The result does
+    not depend on the threads or on interrupts.
     """
     if not hands:
         return []
+    t0 = time.perf_counter()
     n = hands[0].n_players
     out: list[np.ndarray | None] = [None] * len(hands)
+    elapsed = 0.0
     if checkpoint is not None:
-        for path in blocks_of_step(checkpoint, "outcomes", "layer", n):
-            _load_block(path, out)
+        for path in [p for k, _, p in step_blocks(checkpoint, "outcomes", "layer") if k == n]:  # (others kept)
+            elapsed = max(elapsed, _load_block(path, out))
+        t0 -= elapsed
         if progress is not None and any(p is not None for p in out):
             progress({"event": "outcome_resumed", "players": n, "states": sum(p is not None for p in out)})
     todo = [s for s in heaviest_first(hands) if out[s] is None]
@@ -75,27 +81,32 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
         clock = kinded_clock(hands, todo)
         results = states_done_events(pool.imap(clock.timed(one), todo), len(todo), progress, PROGRESS_EVERY_S,
                                      {"event": "outcome_states", "players": n}, clock=clock,
-                                     done_before=len(hands) - len(todo), states=len(hands))
+                                     done_before=len(hands) - len(todo), states=len(hands),
+                                     wall_before=time.perf_counter() - t0)
         pending, last_save = [], time.perf_counter()
-        for s, probs in zip(todo, results):
+        for k, (s, probs) in enumerate(zip(todo, results), start=1):
             out[s] = probs
             pending.append(s)
-            if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-                _save_block(checkpoint, n, pending, out)
+            now = time.perf_counter()
+            if checkpoint is not None and (now - last_save >= checkpoint_every or k == len(todo)):
+                _save_block(checkpoint, n, pending, out, now - t0)
                 pending, last_save = [], time.perf_counter()
     finally:
         pool.close()
     return out
 
 
-def _save_block(folder: Path, n: int, states: list[int], out: list) -> None:
-    """The outcome probabilities of the finished ``states``, as the layer's next block."""
-    small = {"states": np.array(states, np.int64), "terminals": np.array([len(out[s]) for s in states], np.int64)}
+def _save_block(folder: Path, n: int, states: list[int], out: list, elapsed: float) -> None:
+    """The outcome probabilities of the finished ``states``, as the layer's next block, with the
+    pass's seconds so far (``elapsed``, over all its runs)."""
+    small = {"states": np.array(states, np.int64), "terminals": np.array([len(out[s]) for s in states], np.int64),
+             "elapsed": np.array(float(elapsed))}
     write_npz(next_block_path(folder, "outcomes", "layer", n), small,
               {"probs": (np.float64, 6, [out[s] for s in states])})
 
 
-def _load_block(path: Path, out: list) -> None:
+def _load_block(path: Path, out: list) -> float:
+    """Put a block's outcome probabilities back into ``out``; the pass's seconds when it was saved."""
     with np.load(path) as data:
         probs = RowStream(data, "probs")
         try:
@@ -103,3 +114,4 @@ def _load_block(path: Path, out: list) -> None:
                 out[s] = probs.take(t)
         finally:
             probs.close()
+        return float(data["elapsed"])

@@ -21,9 +21,9 @@ cap before it ends (:data:`HELD_RETRIES`).
 
 Each outer iteration is logged (states updated, max |ΔV|, max exploitability, time). With a
 checkpoint folder the solve is saved atomically after every outer iteration and every few minutes
-within one and within the final exact measurement (:mod:`engine.checkpoint`), so an interrupted solve resumes where it stopped, on the
-same path, and a finished layer is read back without any work (unless it finished above gamma:
-then the next run reopens it for more retries).
+within one and within the final exact measurement (:mod:`engine.checkpoint`), so an interrupted
+solve resumes where it stopped, on the same path, and a finished layer is read back without any
+work (unless it finished above gamma: then the next run reopens it for more retries).
 """
 
 from __future__ import annotations
@@ -444,7 +444,6 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ledger.screened[:] = False
             ledger.checked[:] = False
             spent: dict[int, int] = {}  # CFR+ iterations per state finished in this outer iteration
-            elapsed = 0.0
             if checkpoint is not None and outer == start_outer:
                 spent, elapsed = load_blocks(checkpoint, n, outer, solvers, ledger)
                 t0 -= elapsed  # the outer iteration's time counts its earlier runs' kept work
@@ -456,7 +455,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             todo[list(spent)] = False
             kinds, prior = first_solve_kinds(*tree_kinds, (source < 0) & never_solved) if never_solved.any() \
                 else tree_kinds
-            ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior, wall_before=elapsed)
+            ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior, wall_before=time.perf_counter() - t0)
 
             target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)
@@ -608,12 +607,15 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
                   progress: ProgressFn | None) -> None:
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
     layer's last outer iteration (they carry only a bound). Projected at about half an hour on the
-    45-unit 5-player layer (the 4-player layer's took 1.8 min; ten times the states, larger trees), so with a ``checkpoint`` the states measured are saved every
-    ``checkpoint_every`` seconds (``outer``: the outer iterations the layer settled after) and an
-    interrupted measurement resumes with them; progress events ``measuring`` (once) and
+    45-unit 5-player layer (the 4-player layer's took 1.8 min; ten times the states, larger
+    trees), so with a ``checkpoint`` the states measured are saved every ``checkpoint_every``
+    seconds (``outer``: the outer iterations the layer settled after) and an interrupted
+    measurement resumes with them; progress events ``measuring`` (once) and
     ``measuring_states``."""
+    t0 = time.perf_counter()
     last = np.flatnonzero(ledger.skipped | ledger.screened)
-    done = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else []
+    done, elapsed = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else ([], 0.0)
+    t0 -= elapsed  # the measurement's seconds over all its runs
     measured = set(done)
     todo = [int(last[i]) for i in heaviest_first([hands[s] for s in last]) if int(last[i]) not in measured]
     if progress and len(last):
@@ -628,12 +630,12 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     clock = kinded_clock(hands, todo)
     results = states_done_events(pool.imap(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
                                  {"event": "measuring_states", "players": n}, clock=clock, done_before=len(done),
-                                 states=len(last))
+                                 states=len(last), wall_before=time.perf_counter() - t0)
     pending, last_save = [], time.perf_counter()
     for s, _ in zip(todo, results):
         pending.append(s)
         if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-            save_measure_block(checkpoint, n, outer, pending, ledger.bound)
+            save_measure_block(checkpoint, n, outer, pending, ledger.bound, time.perf_counter() - t0)
             pending, last_save = [], time.perf_counter()
 
 

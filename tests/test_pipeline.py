@@ -502,6 +502,7 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     import dagster as dg
 
     import assets.model_ex_post as analysis
+    from engine.cfr import HandSolver
 
     warehouse, resources, instance, checked = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, analysis,
                                                                      "ex_post", analysis.ex_post_models)
@@ -513,8 +514,18 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
     # ... or, that folder deleted, solved again to the same strategies (the solves are deterministic)
     shutil.rmtree(tmp_path / "cache" / "models")
     assert dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources).success
+    # the third model was killed in its nemesis, after its hand outcomes: those are kept whole
+    kept = {p.name.split(".")[1] for p in (tmp_path / "cache" / "ex_post").rglob("outcomes.layer*.block*.npz")}
+    assert kept == {"layer2", "layer3"}
+    import engine.profile_outcomes as po
+    passes = []
+    monkeypatch.setattr(po, "HandSolver", lambda hand, tensors: passes.append(hand) or HandSolver(hand, tensors))
     assert dg.materialize([analysis.ex_post_models], instance=instance, resources=resources).success
     assert checked.calls == len(MODELS) - 2
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        states = con.execute("SELECT count(*) FROM states WHERE game = 'tiny'").fetchone()[0]
+    assert len(passes) == (len(MODELS) - 3) * states  # the third model's outcomes were read back
+    assert not list((tmp_path / "cache" / "ex_post").rglob("*.work-*"))
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium' ORDER BY ALL"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = con.execute(query).df()

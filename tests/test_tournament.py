@@ -270,6 +270,8 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     an hour on the 45-unit 5-player layer, all of it lost before), the solve resumes in the
     measurement: no further outer iteration, the three states read back, the others measured, and
     the layer ends exactly as one never interrupted; its measurement blocks are gone."""
+    import time
+
     import engine.tournament as tournament
     from engine.solve_progress import layer_log_line
 
@@ -287,11 +289,16 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     def stop(event: dict) -> None:
         if event["event"] == "measuring_states" and event["done"] == 3:
             raise Interrupt
+        if event["event"] == "measuring_states":
+            time.sleep(0.3)  # the first run's work, as time: the resumed run takes far less
 
     with pytest.raises(Interrupt):
         solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path, checkpoint_every=0.0,
                     progress=stop)
-    assert len(list(tmp_path.glob(f"layer3.measure{len(whole.log)}.block*.npz"))) == 3
+    blocks = list(tmp_path.glob(f"layer3.measure{len(whole.log)}.block*.npz"))
+    assert len(blocks) == 3
+    kept = max(float(np.load(p)["elapsed"]) for p in blocks)
+    assert kept >= 0.6
     events.clear()
     resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
                           checkpoint_every=0.0, progress=events.append)
@@ -305,6 +312,7 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     assert "(3 already measured before the interrupt)" in layer_log_line(start)[1]
     ticks = [e["done"] for e in events if e["event"] == "measuring_states"]
     assert ticks == list(range(4, measured))
+    assert all(e["wall_s"] >= kept for e in events if e["event"] == "measuring_states")  # the first run's seconds too
     assert layer_log_line(events[kinds.index("measuring_states")])[1].startswith(
         "3-player layer, final exact measurement: 4/")
     assert np.array_equal(resumed.values, whole.values) and np.array_equal(resumed.exploitability, whole.exploitability)
@@ -341,10 +349,18 @@ def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, 
     blocks = sorted(tmp_path.glob("layer3.outer0.block*.npz"))
     assert [float(np.load(b)["elapsed"]) for b in blocks] == pytest.approx(saved, abs=0.05)
     t0 = time.perf_counter()
-    resumed = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path)
+    import engine.tournament as tournament
+
+    events = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tournament, "PROGRESS_EVERY_S", 0.0)
+        resumed = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path,
+                              progress=events.append)
     own = time.perf_counter() - t0
     assert own < saved[-1]  # (else the test could not tell the two counts apart)
     assert saved[-1] <= resumed.log[0]["wall_s"] <= saved[-1] + own
+    ticks = [e["wall_s"] for e in events if e["event"] == "states" and e["outer_iteration"] == 1]
+    assert ticks and saved[-1] <= min(ticks) and max(ticks) <= resumed.log[0]["wall_s"]  # its 'states done' lines too
 
 
 def test_a_resumed_outer_iteration_reports_its_seconds_with_its_earlier_runs(monkeypatch):
@@ -853,6 +869,8 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
     """Killed after three states of the 3-player layer (a block checkpoint after every state here,
     every 5 minutes in a build), the pass resumes with those read back, computes only the others,
     and gives the uninterrupted result to the bit."""
+    import time
+
     import engine.profile_outcomes as po
     from engine.cfr import HandSolver
     from engine.solve_progress import outcome_log_line
@@ -868,12 +886,16 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
     def stop(event):
         if event["event"] == "outcome_states" and event["done"] == 3:
             raise Interrupt
+        if event["event"] == "outcome_states":
+            time.sleep(0.3)  # the first run's work, as time: the resumed run takes far less
 
     monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
     with pytest.raises(Interrupt):
         po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=stop,
                                  checkpoint=tmp_path, checkpoint_every=0.0)
-    assert len(list(tmp_path.glob("outcomes.layer3.block*.npz"))) == 3
+    blocks = list(tmp_path.glob("outcomes.layer3.block*.npz"))
+    assert len(blocks) == 3
+    kept = max(float(np.load(p)["elapsed"]) for p in blocks)
     events, computed = [], []
     monkeypatch.setattr(po, "HandSolver", lambda hand, tensors: computed.append(hand) or HandSolver(hand, tensors))
     resumed = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=events.append,
@@ -882,8 +904,18 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
     assert events[0] == {"event": "outcome_resumed", "players": 3, "states": 3}
     assert outcome_log_line(events[0]) == "3-player layer, hand outcomes of the profile: 3 states already done before the interrupt"
     assert [e["done"] for e in events[1:]] == list(range(4, m))
+    assert all(e["wall_s"] >= kept >= 0.6 for e in events[1:])  # the interrupted run's seconds count too
     for s in range(m):
         np.testing.assert_array_equal(resumed[s], straight[s])
+
+    # the last block goes with the last state: a caller interrupted after the pass reads it all back
+    whole = tmp_path / "whole"
+    po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, checkpoint=whole,
+                             checkpoint_every=1e9)
+    assert len(list(whole.glob("outcomes.layer3.block*.npz"))) == 1
+    computed.clear()
+    again = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, checkpoint=whole)
+    assert computed == [] and all(np.array_equal(a, b) for a, b in zip(again, straight))
 
 
 def test_time_left_leaves_out_the_first_state(monkeypatch):
