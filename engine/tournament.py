@@ -539,9 +539,13 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 return s, its
 
             ledger.V_at[outer] = V
-            # first solves wave after wave (see warm_start_waves), later ones all at once
+            # first solves wave after wave (see warm_start_waves), later ones all at once, their
+            # time-left pilots taken from the states left (a resumed iteration had run its first
+            # pilots before the interrupt: its kinds not reached yet were priced by pass cost alone,
+            # and the `thesis` layer's nineteenth read "about 3 min left" with an hour to go)
+            left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
             segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
-                else [estimable_order(order, tree_kinds[0], seed=outer)]
+                else [estimable_order(left, tree_kinds[0], seed=outer)]
             pending: list[int] = []  # finished since the last block was saved
             last_save = time.perf_counter()
             for segment in segments:

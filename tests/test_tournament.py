@@ -244,10 +244,16 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
                         checkpoint_every=0.0, progress=stop_at(outer, 5))
         assert len(list(tmp_path.glob(f"layer3.outer{outer - 1}.block*.npz"))) == 5
     events.clear()
+    ordered, estimable_order = [], tournament.estimable_order
+    monkeypatch.setattr(tournament, "estimable_order",
+                        lambda order, *args, **kw: ordered.append(order.tolist()) or estimable_order(order, *args, **kw))
     resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
                           progress=events.append)
     assert [e["outer"] for e in events if e["event"] == "resumed"] == [2]
-    assert [e["done"] for e in events if e["event"] == "resumed_states"] == [5]
+    back = [e for e in events if e["event"] == "resumed_states"]
+    assert [e["done"] for e in back] == [5]
+    # the resumed iteration's time-left pilots come from the states left, not from the five done
+    assert len(ordered[0]) == back[0]["states"] - 5 and all(len(o) == back[0]["states"] for o in ordered[1:])
     assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
 
     def same(a, b):
