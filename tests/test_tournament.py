@@ -245,8 +245,12 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
         assert len(list(tmp_path.glob(f"layer3.outer{outer - 1}.block*.npz"))) == 5
     events.clear()
     ordered, estimable_order = [], tournament.estimable_order
-    monkeypatch.setattr(tournament, "estimable_order",
-                        lambda order, *args, **kw: ordered.append(order.tolist()) or estimable_order(order, *args, **kw))
+
+    def noted(order, *args, **kw):
+        ordered.append(order.tolist())
+        return estimable_order(order, *args, **kw)
+
+    monkeypatch.setattr(tournament, "estimable_order", noted)
     resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
                           progress=events.append)
     assert [e["outer"] for e in events if e["event"] == "resumed"] == [2]
@@ -908,7 +912,8 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
                                        checkpoint=tmp_path, checkpoint_every=0.0)
     assert len(computed) == m - 3
     assert events[0] == {"event": "outcome_resumed", "players": 3, "states": 3}
-    assert outcome_log_line(events[0]) == "3-player layer, hand outcomes of the profile: 3 states already done before the interrupt"
+    assert outcome_log_line(events[0]) == ("3-player layer, hand outcomes of the profile: 3 states already done "
+                                           "before the interrupt")
     assert [e["done"] for e in events[1:]] == list(range(4, m))
     assert all(e["wall_s"] >= kept >= 0.6 for e in events[1:])  # the interrupted run's seconds count too
     for s in range(m):
