@@ -541,8 +541,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             ledger.V_at[outer] = V
             # first solves wave after wave (see warm_start_waves), later ones all at once, their
             # time-left pilots taken from the states left (a resumed iteration had run its first
-            # pilots before the interrupt: its kinds not reached yet were priced by pass cost alone,
-            # and the `thesis` layer's nineteenth read "about 3 min left" with an hour to go)
+            # pilots before the interrupt, so a kind not reached yet would be priced by its pass
+            # cost alone until its turn)
             left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
             segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
                 else [estimable_order(left, tree_kinds[0], seed=outer)]
