@@ -46,8 +46,7 @@ from engine.hand_pass import SolverTensors
 from engine.layers import compile_layer, icm_values
 from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import (KindedClock, cost_kinds, estimable_order, first_solve_kinds, kinded_clock,
-                                   states_done_events)
+from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
@@ -543,9 +542,11 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             # time-left pilots taken from the states left (a resumed iteration had run its first
             # pilots before the interrupt, so a kind not reached yet would be priced by its pass
             # cost alone until its turn)
-            left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
-            segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)] if outer == 0 \
-                else [estimable_order(left, tree_kinds[0], seed=outer)]
+            if outer == 0:
+                segments = [order[wave[order] == w] for w in range(int(wave.max(initial=-1)) + 1)]
+            else:
+                left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
+                segments = [estimable_order(left, tree_kinds[0], seed=outer)]
             pending: list[int] = []  # finished since the last block was saved
             last_save = time.perf_counter()
             for segment in segments:
@@ -593,7 +594,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
                 converged = True
                 break
         if not finished:
-            _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, len(log),
+            _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
                           checkpoint if converged else None, checkpoint_every, progress)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
@@ -607,8 +608,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
 
 
 def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHand], solvers: list[HandSolver],
-                  ledger: Ledger, pool: SolverPool, outer: int, checkpoint: Path | None, checkpoint_every: float,
-                  progress: ProgressFn | None) -> None:
+                  ledger: Ledger, pool: SolverPool, order: np.ndarray, tree_kinds: tuple[np.ndarray, np.ndarray],
+                  outer: int, checkpoint: Path | None, checkpoint_every: float, progress: ProgressFn | None) -> None:
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
     layer's last outer iteration (they carry only a bound). Projected at about half an hour on the
     45-unit 5-player layer (the 4-player layer's took 1.8 min; ten times the states, larger
@@ -620,8 +621,10 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     last = np.flatnonzero(ledger.skipped | ledger.screened)
     done, elapsed = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else ([], 0.0)
     t0 -= elapsed  # the measurement's seconds over all its runs
-    measured = set(done)
-    todo = [int(last[i]) for i in heaviest_first([hands[s] for s in last]) if int(last[i]) not in measured]
+    wanted = np.zeros(len(hands), dtype=bool)
+    wanted[last] = True
+    wanted[done] = False
+    todo = order[wanted[order]].tolist()  # heaviest first, as the layer's ``order``
     if progress and len(last):
         progress({"event": "measuring", "players": n, "states": len(last), "done": len(done)})
 
@@ -631,7 +634,7 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
         ws.forget()
         ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
 
-    clock = kinded_clock(hands, todo)
+    clock = KindedClock(tree_kinds[0], wanted, tree_kinds[1])  # (the layer's kinds, not computed again)
     results = states_done_events(pool.imap(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
                                  {"event": "measuring_states", "players": n}, clock=clock, done_before=len(done),
                                  states=len(last), wall_before=time.perf_counter() - t0)
