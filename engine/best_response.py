@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
-from engine.checkpoint import RowStream, blocks_of_step, next_block_path, step_blocks, write_npz
+from engine.checkpoint import BlockSaver, RowStream, blocks_of_step, next_block_path, step_blocks, write_npz
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -181,13 +181,11 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             done = states_done_events(pool.imap(clock.timed(improve), todo), len(todo), progress, PROGRESS_EVERY_S,
                                       {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock,
                                       done_before=done_before, states=m, wall_before=elapsed)
-            pending, last_save = [], time.perf_counter()
+            blocks = BlockSaver(None if checkpoint is None else lambda states: _save_block(
+                checkpoint, n, rnd, states, results, base_probs, time.perf_counter() - t0), checkpoint_every)
             for s_, r in zip(todo, done):
                 results[s_] = r
-                pending.append(s_)
-                if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-                    _save_block(checkpoint, n, rnd, pending, results, base_probs, time.perf_counter() - t0)
-                    pending, last_save = [], time.perf_counter()
+                blocks.add(s_)  # (the last ones are kept by the round's save that follows)
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +90,37 @@ class Ledger:
                    checked_at=np.full(m, -1, np.int64), skipped=np.zeros(m, bool), screened=np.zeros(m, bool),
                    checked=np.zeros(m, bool), order_probs=[np.zeros((t, 6)) for t in terminals], V_at={},
                    held_target=np.full(m, np.inf), held_exploitability=np.zeros(m))
+
+
+class BlockSaver:
+    """Hands the states a long pass finishes to ``save`` in blocks, one every ``every`` seconds.
+
+    Every long pass (a layer's outer iteration and its final measurement, a model sweep, the hand
+    outcomes, a nemesis round) keeps its finished states this way, so an interrupt loses at most
+    ``every`` seconds of its work. ``save(states)`` writes one block of the states finished since
+    the last; with ``save=None`` (no checkpoint folder) nothing is written. The clock restarts
+    after each save, so a slow save does not make the next block due at once."""
+
+    def __init__(self, save: Callable[[list[int]], None] | None, every: float) -> None:
+        self.save, self.every = save, every
+        self.pending: list[int] = []  # finished since the last block
+        self.last = time.perf_counter()
+
+    def add(self, state: int) -> bool:
+        """``state`` is finished; a block is saved if one is due. True when one was."""
+        self.pending.append(state)
+        if time.perf_counter() - self.last >= self.every:
+            return self.flush()
+        return False
+
+    def flush(self) -> bool:
+        """Save the states finished since the last block, if any. True when a block was saved."""
+        if self.save is None or not self.pending:
+            self.pending = []
+            return False
+        self.save(self.pending)
+        self.pending, self.last = [], time.perf_counter()
+        return True
 
 
 def layer_path(folder: Path, n: int) -> Path:

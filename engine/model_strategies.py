@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import layer_path, load_layer
+from engine.checkpoint import BlockSaver, layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.memory import release_free_memory
@@ -227,22 +227,23 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         expl[s] = e
         return s
 
-    t0 = last_part = time.perf_counter()
+    t0 = time.perf_counter()
     finished = set(done)
     # a few states of every tree first, so that the time left is priced by each tree's own
     # re-solves; each state's results are the same in any order (its own solver, a fresh workspace)
     todo, clock = estimable_loop(hands, heaviest_first(hands), finished, seed=n)
-    pending: list[int] = []  # finished since the last part was saved
     solved = states_done_events(pool.imap(clock.timed(work), todo), len(todo), progress, PROGRESS_EVERY_S,
                                 {"event": "sweep_states", "label": label, "players": n}, done_before=len(done),
                                 wall_before=wall_before, clock=clock)
+
+    def save_part(states: list[int]) -> None:
+        save_sweep_part(checkpoint, label, n, states, layer, kept, wall_before + time.perf_counter() - t0)
+        release_free_memory()  # records restored in this thread and replaced by the solver threads
+
+    parts = BlockSaver(save_part if checkpoint is not None else None, PART_EVERY_S)
     for count, s in enumerate(solved, start=1):
-        pending.append(s)
-        now = time.perf_counter()
-        if checkpoint is not None and now - last_part >= PART_EVERY_S and count < len(todo):
-            save_sweep_part(checkpoint, label, n, pending, layer, kept, wall_before + now - t0)
-            release_free_memory()  # records restored in this thread and replaced by the solver threads
-            pending, last_part = [], now
+        if count < len(todo):  # (the last state is kept by the layer's save that follows)
+            parts.add(s)
     return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": kept}
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import RowStream, next_block_path, step_blocks, write_npz
+from engine.checkpoint import BlockSaver, RowStream, next_block_path, step_blocks, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import kinded_clock, states_done_events
@@ -83,14 +83,12 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
                                      {"event": "outcome_states", "players": n}, clock=clock,
                                      done_before=len(hands) - len(todo), states=len(hands),
                                      wall_before=time.perf_counter() - t0)
-        pending, last_save = [], time.perf_counter()
-        for k, (s, probs) in enumerate(zip(todo, results), start=1):
+        blocks = BlockSaver(None if checkpoint is None else lambda states: _save_block(
+            checkpoint, n, states, out, time.perf_counter() - t0), checkpoint_every)
+        for s, probs in zip(todo, results):
             out[s] = probs
-            pending.append(s)
-            now = time.perf_counter()
-            if checkpoint is not None and (now - last_save >= checkpoint_every or k == len(todo)):
-                _save_block(checkpoint, n, pending, out, now - t0)
-                pending, last_save = [], time.perf_counter()
+            blocks.add(s)
+        blocks.flush()  # the last states too: the caller keeps the layer's outcomes only later
     finally:
         pool.close()
     return out

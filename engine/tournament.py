@@ -38,7 +38,7 @@ import numpy as np
 
 from engine import states
 from engine.cfr import HandSolver
-from engine.checkpoint import (Ledger, layer_path, load_blocks, load_layer, load_measure_blocks, save_block,
+from engine.checkpoint import (BlockSaver, Ledger, layer_path, load_blocks, load_layer, load_measure_blocks, save_block,
                                save_layer, save_measure_block)
 from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, utilities
@@ -547,20 +547,18 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             else:
                 left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
                 segments = [estimable_order(left, tree_kinds[0], seed=outer)]
-            pending: list[int] = []  # finished since the last block was saved
-            last_save = time.perf_counter()
+            def save_states(pending: list[int]) -> None:
+                save_block(checkpoint, n, outer, spent, pending, solvers, ledger, elapsed=time.perf_counter() - t0)
+                release_free_memory()  # the restored records the threads replaced (engine.memory)
+                if progress:
+                    progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
+                              "states": len(pending), "done": len(spent), "wall_s": time.perf_counter() - t0})
+
+            blocks = BlockSaver(save_states if checkpoint is not None else None, checkpoint_every)
             for segment in segments:
                 for s, its in pool.imap(work, [s for s in segment.tolist() if s not in spent]):
                     spent[s] = its
-                    pending.append(s)
-                    if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-                        save_block(checkpoint, n, outer, spent, pending, solvers, ledger,
-                                   elapsed=time.perf_counter() - t0)
-                        release_free_memory()  # the restored records the threads replaced (engine.memory)
-                        if progress:
-                            progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
-                                      "states": len(pending), "done": len(spent), "wall_s": time.perf_counter() - t0})
-                        pending, last_save = [], time.perf_counter()
+                    blocks.add(s)
             referenced = set(ledger.checked_at.tolist())
             for k in [k for k in ledger.V_at if k not in referenced]:
                 del ledger.V_at[k]
@@ -638,12 +636,10 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     results = states_done_events(pool.imap(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
                                  {"event": "measuring_states", "players": n}, clock=clock, done_before=len(done),
                                  states=len(last), wall_before=time.perf_counter() - t0)
-    pending, last_save = [], time.perf_counter()
+    blocks = BlockSaver(None if checkpoint is None else lambda states: save_measure_block(
+        checkpoint, n, outer, states, ledger.bound, time.perf_counter() - t0), checkpoint_every)
     for s, _ in zip(todo, results):
-        pending.append(s)
-        if checkpoint is not None and time.perf_counter() - last_save >= checkpoint_every:
-            save_measure_block(checkpoint, n, outer, pending, ledger.bound, time.perf_counter() - t0)
-            pending, last_save = [], time.perf_counter()
+        blocks.add(s)  # (the last ones are kept by the layer's save that follows)
 
 
 def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,

@@ -37,3 +37,49 @@ def test_a_units_work_folder_belongs_to_its_stamp(tmp_path):
     UnitCheckpoint(folder, {"model_strategies": "xyz"}).save("harville", {"rows": 3})
     assert not other.exists() and weitzman.exists()  # a finished unit drops its own work only
     assert UnitCheckpoint(folder, {"model_strategies": None}).work_dir("harville") is None  # nothing kept
+
+
+class _Clock:
+    """A stand-in for time.perf_counter that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_block_saver_saves_the_states_since_the_last_block_once_a_block_is_due(monkeypatch):
+    import engine.checkpoint as checkpoint
+
+    clock = _Clock()
+    monkeypatch.setattr(checkpoint.time, "perf_counter", clock)
+    saved: list[list[int]] = []
+    blocks = checkpoint.BlockSaver(lambda states: saved.append(list(states)), every=300.0)
+    assert not blocks.add(7) and not blocks.add(3)  # not due yet
+    clock.now += 299.0
+    assert not blocks.add(5)
+    clock.now += 1.0  # 300 s since the saver started: due
+    assert blocks.add(9)
+    assert saved == [[7, 3, 5, 9]]
+    clock.now += 200.0
+    assert not blocks.add(1)  # the clock restarted at the save
+    clock.now += 100.0
+    assert blocks.add(2)
+    assert saved == [[7, 3, 5, 9], [1, 2]]
+    assert not blocks.flush()  # nothing finished since: no empty block
+    blocks.add(4)
+    assert blocks.flush()
+    assert saved[-1] == [4]
+
+
+def test_block_saver_without_a_checkpoint_writes_nothing(monkeypatch):
+    import engine.checkpoint as checkpoint
+
+    clock = _Clock()
+    monkeypatch.setattr(checkpoint.time, "perf_counter", clock)
+    blocks = checkpoint.BlockSaver(None, every=0.0)
+    for s in range(5):
+        clock.now += 1.0
+        assert not blocks.add(s)
+    assert not blocks.flush() and blocks.pending == []
