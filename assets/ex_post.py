@@ -9,6 +9,7 @@ equilibrium (:func:`equilibrium_fingerprint`) keeps the rows it wrote (:mod:`ass
 import time
 
 import dagster as dg
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -33,7 +34,8 @@ STRATEGY_READ_STATES = 2048
 """States per query of :func:`read_strategies`: about 66 MB of 5-player strategies a query."""
 
 
-def read_strategies(con, game: str, n: int, m: int, model: str | None = None) -> list[np.ndarray]:
+def read_strategies(con: duckdb.DuckDBPyConnection, game: str, n: int, m: int,
+                    model: str | None = None) -> list[np.ndarray]:
     """Per state, the (nodes × 169) jam probabilities of the equilibrium (`equilibrium_nodes`) or of a model.
 
     The states' arrays are consecutive row blocks of one (rows, 169) float64 array, filled a block
@@ -63,7 +65,7 @@ def read_strategies(con, game: str, n: int, m: int, model: str | None = None) ->
     return np.split(jam, starts[1:-1])
 
 
-def equilibrium_fingerprint(con, game: str) -> str | None:
+def equilibrium_fingerprint(con: duckdb.DuckDBPyConnection, game: str) -> str | None:
     """A digest of the game's equilibrium as the warehouse holds it: every state's exactly measured
     exploitability ($) and CFR+ iterations (None before a solve). A layer read back from its
     checkpoint, or solved again on the same path, gives the same digest; any other solve changes it."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -28,6 +29,7 @@ from assets.resume import game_key, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.config import GameConfig
 from engine.equity_models import MODELS
+from engine.hand_pass import SolverTensors
 from engine.model_strategies import Sweep, equilibrium_solvers, model_values, solve_sweep
 from engine.solve_progress import sweep_log_line
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
@@ -40,7 +42,7 @@ def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
     return cache_dir("models", game_key(cfg))
 
 
-def strategies_fingerprint(con, cfg: GameConfig) -> str | None:
+def strategies_fingerprint(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> str | None:
     """A digest of the game's model sweeps as the warehouse holds them (per model and layer: states,
     CFR+ iterations, largest exploitability; None before any sweep). Work done against model
     strategies (nemesis checks, simulations) is kept across an interrupt only while it is unchanged:
@@ -109,8 +111,8 @@ def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, swe
 HARVILLE_READ_BACK = "none needed (the Harville sweep is read back)"
 
 
-def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors, progress: Callable[[dict], None],
-                   read_strategies: bool = True) -> tuple[Sweep, str]:
+def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors: SolverTensors,
+                   progress: Callable[[dict], None], read_strategies: bool = True) -> tuple[Sweep, str]:
     """The Harville sweep, its solvers kept for the sweeps that warm-start from it: read back from
     the sweep checkpoint when saved (with its solvers while they are kept there; its strategies only
     with ``read_strategies``), else solved warm-started from the equilibrium's regrets. Returns
@@ -128,7 +130,7 @@ def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors, progres
     return sweep, warm_start
 
 
-def max_sweep_exploitability(con, cfg: GameConfig, models: list[str]) -> float:
+def max_sweep_exploitability(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]) -> float:
     """The largest exploitability ($) of any state in the sweeps of ``models``."""
     return float(con.execute("SELECT coalesce(max(max_exploitability), 0) FROM model_sweeps WHERE game = ? AND "
                              "list_contains(?, model)", [cfg.name, models]).fetchone()[0])

@@ -17,6 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from engine.config import GameConfig
 
 
@@ -25,7 +27,7 @@ def game_key(cfg: GameConfig) -> str:
     return f"{cfg.name}-{hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]}"
 
 
-def rows_digest(con, query: str, params: list) -> str | None:
+def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str | None:
     """A digest of what ``query`` returns from the warehouse (None when no rows): the fingerprint of
     an upstream result that a unit's record is stamped with."""
     rows = con.execute(query, params).fetchall()

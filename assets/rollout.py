@@ -5,12 +5,14 @@ import time
 from datetime import datetime, timezone
 
 import dagster as dg
+import duckdb
 import numpy as np
 import pandas as pd
 
 from assets.resources import GameResource, WarehouseResource, cache_dir
 from engine import rollout
 from engine.cards import hand_class_table
+from engine.config import GameConfig
 from warehouse import db
 
 PAIR_ROWS, TRIPLE_ROWS = 14_365, 818_805
@@ -45,14 +47,14 @@ def _complete_rows(con, kind: str, rollout_id: str, expected: int) -> int | None
     return n if row and row[0] == n == expected else None
 
 
-def write_pair_table(con, rollout_id: str, table) -> None:
+def write_pair_table(con: duckdb.DuckDBPyConnection, rollout_id: str, table: rollout.PairTable) -> None:
     """Replace the rows of ``rollout_id`` in `rollout_pairs` and record the build (one transaction each)."""
     frame = pd.DataFrame({"a": table.a, "b": table.b, "weight": table.weight, "p_first_wins": table.p_first_wins})
     db.replace_rows(con, "rollout_pairs", frame, {"rollout": rollout_id})
     _record_build(con, "pairs", rollout_id, table)
 
 
-def write_triple_table(con, rollout_id: str, table) -> None:
+def write_triple_table(con: duckdb.DuckDBPyConnection, rollout_id: str, table: rollout.TripleTable) -> None:
     """Replace the rows of ``rollout_id`` in `rollout_triples` and record the build."""
     frame = pd.DataFrame({"a": table.a, "b": table.b, "c": table.c, "weight": table.weight,
                           **{f"p_{o}": table.p[:, i] for i, o in enumerate(rollout.ORDERS)}})
@@ -181,7 +183,7 @@ def _check_triples(con, rollout_id: str) -> dg.AssetCheckResult:
 
 
 
-def load_tables(con, cfg) -> tuple[rollout.PairTable, rollout.TripleTable]:
+def load_tables(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> tuple[rollout.PairTable, rollout.TripleTable]:
     """The game's pair and triple tables read back from the warehouse (canonical row order)."""
     pairs_id, triples_id = cfg.rollout_id("pairs"), cfg.rollout_id("triples")
     info = dict(((k, r), (mode, b, seed, prec, w)) for k, r, mode, b, seed, prec, w in con.execute(

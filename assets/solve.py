@@ -10,8 +10,10 @@ player count report that they do not apply.
 import time
 from collections.abc import Iterator
 from functools import lru_cache
+from pathlib import Path
 
 import dagster as dg
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -54,12 +56,12 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
     return _tensors(warehouse_path, cfg.rollout_id("pairs"), cfg.rollout_id("triples"), cfg.to_json())
 
 
-def checkpoint_dir(cfg: GameConfig):
+def checkpoint_dir(cfg: GameConfig) -> Path:
     return cache_dir("solve", game_key(cfg))
 
 
-def read_layer_table(con, cfg: GameConfig, n: int, table: str, column: str, m: int | None = None,
-                     places: int | None = None) -> np.ndarray:
+def read_layer_table(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, table: str, column: str,
+                     m: int | None = None, places: int | None = None) -> np.ndarray:
     """One layer's (states, n) table — or (states, n, places) with ``places`` — from the warehouse."""
     df = con.execute(f"SELECT * FROM {table} WHERE game = ? AND players = ?", [cfg.name, n]).df()
     m = int(df["state_id"].max()) + 1 if m is None else m
@@ -94,7 +96,7 @@ def _node_rows(cfg: GameConfig, sol: LayerSolution) -> Iterator[pd.DataFrame]:
         yield pd.DataFrame(nodes, columns=["state_id", "node", "actor", "actor_name", "jammed_before", "jam"])
 
 
-def write_layer(con, cfg: GameConfig, sol: LayerSolution) -> dict:
+def write_layer(con: duckdb.DuckDBPyConnection, cfg: GameConfig, sol: LayerSolution) -> dict:
     """Write one solved layer's tables (each in one transaction); returns row counts."""
     n, m = sol.players, len(sol.stacks)
     key = {"game": cfg.name, "players": n}

@@ -31,7 +31,7 @@ def _best(fn, repeat: int) -> float:
     return best
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="./lab bench models", description=__doc__.split("\n")[0])
     ap.add_argument("--units", type=int, default=45, help="total units of the state game (45)")
     ap.add_argument("--max-players", type=int, default=5, help="states with 2..this many players (5)")

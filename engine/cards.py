@@ -13,6 +13,8 @@ A grid index g corresponds to card rank ``12 - g``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 N_CLASSES = 169
@@ -141,7 +143,7 @@ def hand_class_table() -> dict[str, list]:
     }
 
 
-def range_string(class_ids) -> str:
+def range_string(class_ids: Iterable[int]) -> str:
     """Compact poker range notation for a set of classes, e.g. '22+, A2s+, K9o+, QTs-QJs, 76s'.
 
     Pairs: 'TT+' (TT and better), '55-88' (a run), or single pairs. Non-pairs are grouped by the

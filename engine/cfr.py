@@ -173,7 +173,8 @@ class HandSolver:
             getattr(self, name)[:] *= scale
         self.regret_weight = weight
 
-    def evaluate(self, sigma: np.ndarray, U: np.ndarray, ws: Workspace | None = None, orders: bool = True):
+    def evaluate(self, sigma: np.ndarray, U: np.ndarray, ws: Workspace | None = None, orders: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """Exact evaluation of ``sigma``: (root values $, cf_fold, cf_jam, order_probs), views into ``ws``.
 
         Without a workspace the solver uses one of its own (convenient for single states; a

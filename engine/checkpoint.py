@@ -35,7 +35,7 @@ import os
 import re
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -302,7 +302,8 @@ class RowStream:
             self.file.close()
 
 
-def restore_records(data, solvers: list[HandSolver], ledger: Ledger | None, profiles: bool = True) -> np.ndarray:
+def restore_records(data: Mapping[str, np.ndarray], solvers: list[HandSolver], ledger: Ledger | None,
+                    profiles: bool = True) -> np.ndarray:
     """Put the records in ``data`` back into their solvers (and ledger); returns their state indices.
 
     Without ``profiles`` only the regrets, predictions and clocks are restored (not the certified

@@ -37,6 +37,7 @@ Public API: :func:`harville`, :func:`weitzman`, :func:`roberts`, :func:`finishin
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from numba import njit, prange
 
 MODELS = ("harville", "weitzman", "roberts")
@@ -274,24 +275,24 @@ def _check_stacks(stacks, model: str, ndim: int) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
-def finishing_matrix(model: str, stacks) -> np.ndarray:
+def finishing_matrix(model: str, stacks: ArrayLike) -> np.ndarray:
     """Finishing matrix (n, n) of one stack vector under ``model`` (one of :data:`MODELS`)."""
     mid = _model_id(model)
     x = _check_stacks(stacks, model, 1)
     return _single(mid, x)
 
 
-def harville(stacks) -> np.ndarray:
+def harville(stacks: ArrayLike) -> np.ndarray:
     """Malmuth-Harville (ICM) finishing matrix; 2..20 players."""
     return finishing_matrix("harville", stacks)
 
 
-def weitzman(stacks) -> np.ndarray:
+def weitzman(stacks: ArrayLike) -> np.ndarray:
     """Malmuth-Weitzman finishing matrix; 2..20 players."""
     return finishing_matrix("weitzman", stacks)
 
 
-def roberts(stacks) -> np.ndarray:
+def roberts(stacks: ArrayLike) -> np.ndarray:
     """Roberts finishing matrix; 2..9 players."""
     return finishing_matrix("roberts", stacks)
 
@@ -307,7 +308,7 @@ def finishing_matrices(model: str, stacks: np.ndarray) -> np.ndarray:
     return out
 
 
-def payoffs(P: np.ndarray, payouts) -> np.ndarray:
+def payoffs(P: np.ndarray, payouts: ArrayLike) -> np.ndarray:
     """Expected prizes v = P @ R.
 
     ``P`` is one finishing matrix (n, n) or a stack of them (..., n, n); ``payouts`` lists the

@@ -375,7 +375,8 @@ def _next_hand(after: tuple[int, ...], old: tuple[int, ...], pay: tuple[float, .
     return tuple([after[p] for p in order]), new_pos, prize, places
 
 
-def next_hand(stacks_after: Sequence[int], old_stacks: Sequence[int], payouts: Sequence[float]):
+def next_hand(stacks_after: Sequence[int], old_stacks: Sequence[int], payouts: Sequence[float]
+              ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...], tuple[float, ...]]:
     """Eliminations, places, prizes and the next state after a hand.
 
     Args:

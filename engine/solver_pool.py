@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from engine.game_tree import CompiledHand, pass_cost
 from engine.hand_pass import Workspace
 from engine.memory import release_free_memory
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class SolverPool:
@@ -40,10 +45,11 @@ class SolverPool:
             ws = self.local.ws = Workspace.for_hand(self.template)
         return ws
 
-    def map(self, fn, items):
+    def map(self, fn: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
+        """fn over items on the threads, the results in the items' order."""
         return list(self.executor.map(fn, items))
 
-    def imap(self, fn, items, chunk: int = 8):
+    def imap(self, fn: Callable[[Item], Result], items: Iterable[Item], chunk: int = 8) -> Iterator[Result]:
         """fn over items on the threads, results yielded in the items' order as they come.
 
         Items go to the threads in chunks of up to ``chunk`` (fewer when there are too few items
@@ -63,7 +69,6 @@ class SolverPool:
     def close(self) -> None:
         """Wait for the running items only: after an interrupt the queued ones are dropped."""
         self.executor.shutdown(cancel_futures=True)
-
 
 
 def heaviest_first(hands: list[CompiledHand]) -> list[int]:

@@ -24,8 +24,10 @@ njit code; the plain functions validate their input.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 from numba import njit, prange
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -183,7 +185,7 @@ def binomial_table(max_n: int, max_k: int) -> np.ndarray:
     return T
 
 
-def enumerate_states(units: int, players: int, dtype=np.int32) -> np.ndarray:
+def enumerate_states(units: int, players: int, dtype: DTypeLike = np.int32) -> np.ndarray:
     """All states of (units, players) as an (n_states, players) array, row i = state i.
 
     Rows are in lexicographic order (see the module docstring). ``dtype`` is an integer dtype
@@ -223,12 +225,12 @@ def _as_compositions(stacks, ndim: int) -> np.ndarray:
     return a
 
 
-def state_index(stacks) -> int:
+def state_index(stacks: Sequence[int]) -> int:
     """Rank of one state among all states with the same units (= sum) and players (= length)."""
     return int(state_index_nb(_as_compositions(stacks, 1)))
 
 
-def state_indices(stacks_2d) -> np.ndarray:
+def state_indices(stacks_2d: np.ndarray) -> np.ndarray:
     """Ranks (int64, shape (m,)) of the rows of an (m, players) array; each row is ranked among
     the states with its own sum."""
     a = _as_compositions(stacks_2d, 2)

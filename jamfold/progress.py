@@ -31,7 +31,7 @@ step failing with one, anywhere in its chain of causes, prints that message inst
 traceback, and the build's last line repeats it."""
 
 
-def self_explaining_message(error) -> str | None:
+def self_explaining_message(error: BaseException) -> str | None:
     """The message of the first error of a self-explaining class in ``error``'s chain of causes
     (Dagster's ``SerializableErrorInfo``: the step's error wraps the asset's), without its class."""
     while error is not None:
