@@ -108,6 +108,8 @@ class BlockSaver:
 
     def add(self, state: int) -> bool:
         """``state`` is finished; a block is saved if one is due. True when one was."""
+        if self.save is None:  # nothing to keep the states for
+            return False
         self.pending.append(state)
         if time.perf_counter() - self.last >= self.every:
             return self.flush()
@@ -116,7 +118,6 @@ class BlockSaver:
     def flush(self) -> bool:
         """Save the states finished since the last block, if any. True when a block was saved."""
         if self.save is None or not self.pending:
-            self.pending = []
             return False
         self.save(self.pending)
         self.pending, self.last = [], time.perf_counter()

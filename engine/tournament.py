@@ -547,6 +547,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             else:
                 left = order[~np.isin(order, np.fromiter(spent, np.int64, len(spent)))]
                 segments = [estimable_order(left, tree_kinds[0], seed=outer)]
+
             def save_states(pending: list[int]) -> None:
                 save_block(checkpoint, n, outer, spent, pending, solvers, ledger, elapsed=time.perf_counter() - t0)
                 release_free_memory()  # the restored records the threads replaced (engine.memory)
