@@ -289,6 +289,21 @@ def test_convergence_chart_and_folded_log_tables_carry_the_solve_log(tiny_build)
     assert html.count("<details>") == log["players"].nunique() and "<table>" in html.split("<details>")[1]
 
 
+def test_log_summary_sums_the_logged_seconds_not_the_rounded_ones():
+    """The folded log's summary line totals the logged wall seconds; the table beside it rounds each
+    to 0.01 s. Two iterations of 0.504 s and 0.004 s total 0.508 s, which prints as 1 s, while their
+    rounded figures (0.50 + 0.00) would print as 0 s."""
+    import pandas as pd
+
+    from sitegen.pages_equilibrium import _log_tables
+
+    log = pd.DataFrame({"players": [2, 2], "outer_iteration": [1, 2], "cfr_iterations": [3, 4],
+                        "wall_s": [0.504, 0.004]})
+    text = _log_tables(log)
+    assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 1 s</summary>" in text
+    assert "0.504" not in text and "0.5" in text
+
+
 def test_table_headers_wrap_after_underscores():
     """Pages' column names may wrap after an underscore, not before a one- or two-letter tail; the
     Dagster previews keep the names as they are."""
