@@ -19,7 +19,7 @@ import dagster as dg
 import pandas as pd
 
 from assets.fgs import fgs_strategies
-from assets.finishing import finishing_probabilities
+from assets.finishing import FINISHING_ASSETS
 from assets.model_analysis import model_names, model_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, blocking_checks
@@ -83,7 +83,7 @@ def _largest_deviations(con, game: str) -> pd.DataFrame:
 
 
 @dg.asset(group_name="analysis", kinds={"duckdb"},
-          deps=[equity_model_tables, model_strategies, fgs_strategies, finishing_probabilities],
+          deps=[equity_model_tables, model_strategies, fgs_strategies, *FINISHING_ASSETS],
           check_specs=blocking_checks("deviation_statistics", DEVIATION_CHECKS),
           description="How far each model's payoffs are from the equilibrium (SPEC §7.3–7.4): views `model_values` "
                       "(every model's payoff per state and position next to the equilibrium's, plain and "

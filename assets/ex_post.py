@@ -65,12 +65,13 @@ def read_strategies(con: duckdb.DuckDBPyConnection, game: str, n: int, m: int,
     return np.split(jam, starts[1:-1])
 
 
-def equilibrium_fingerprint(con: duckdb.DuckDBPyConnection, game: str) -> str | None:
-    """A digest of the game's equilibrium as the warehouse holds it: every state's exactly measured
-    exploitability ($) and CFR+ iterations (None before a solve). A layer read back from its
-    checkpoint, or solved again on the same path, gives the same digest; any other solve changes it."""
+def equilibrium_fingerprint(con: duckdb.DuckDBPyConnection, game: str, max_players: int = 99) -> str | None:
+    """A digest of the game's equilibrium as the warehouse holds it, over its layers of at most
+    ``max_players`` players: every state's exactly measured exploitability ($) and CFR+ iterations
+    (None before a solve). A layer read back from its checkpoint, or solved again on the same path,
+    gives the same digest; any other solve changes it."""
     return rows_digest(con, "SELECT players, state_id, exploitability, cfr_iterations FROM state_quality "
-                            "WHERE game = ? ORDER BY players, state_id", [game])
+                            "WHERE game = ? AND players <= ? ORDER BY players, state_id", [game, max_players])
 
 
 def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:

@@ -3,12 +3,14 @@ probability of finishing in each place.
 
 They are the same policy evaluation as the equilibrium's values, with the unit prize vectors
 (1, 0, …), (0, 1, 0, …), … in place of the payouts (:func:`engine.policy_evaluation.finishing_probabilities`),
-layer by layer from 2 players up. The strategies are read back from the warehouse
+one asset per layer (`finishing_2p` … `finishing_5p`), each run as soon as its layer is solved and
+the layers below it are finished: a build stopped in its 5-player solve has the smaller layers'
+probabilities already. The strategies are read back from the warehouse
 (`equilibrium_nodes`) and each state's hand outcomes computed from them
 (:mod:`engine.profile_outcomes`), so the asset also checks the stored equilibrium against the
 solve: the finishing probabilities weighted by the payouts must give back `equilibrium_values`.
 Each finished layer is kept while the equilibrium is the same (:mod:`assets.resume`, in
-`.cache/finishing/`): an interrupted run goes on with the next layer, a rebuild reads them all.
+`.cache/finishing/`, stamped with a digest of the layers up to its own): a rebuild reads it back.
 Within a layer, the hand outcomes of the states finished are saved every 5 minutes (the 45-unit
 5-player layer's take about a quarter of an hour), so an interrupt loses at most those minutes.
 """
@@ -16,13 +18,14 @@ Within a layer, the hand outcomes of the states finished are saved every 5 minut
 import time
 
 import dagster as dg
+import duckdb
 import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key
-from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
+from assets.solve import LAYER_ASSETS, LAYERS, equilibrium_tensors, lower_layers
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
 from engine.profile_outcomes import outcome_probabilities
@@ -47,73 +50,28 @@ def finishing_rows(fin: np.ndarray) -> pd.DataFrame:
                          "probability": fin.ravel()[keep]})
 
 
-def _errors(con, cfg: GameConfig) -> tuple[float, float]:
+def _errors(con, cfg: GameConfig, n: int) -> tuple[float, float]:
     """(largest |Σ − 1| over the places of a (state, position) and over the positions of a (state,
-    place), largest |Σ_q P(place q)·payout_q − equilibrium value| in $) over every layer."""
+    place), largest |Σ_q P(place q)·payout_q − equilibrium value| in $) over the n-player layer."""
     sums = con.execute("""
         SELECT coalesce(max(abs(s - 1)), 0) FROM (
-          SELECT sum(probability) s FROM finishing WHERE game = ? GROUP BY players, state_id, position
+          SELECT sum(probability) s FROM finishing WHERE game = ? AND players = ? GROUP BY state_id, position
           UNION ALL
-          SELECT sum(probability) FROM finishing WHERE game = ? GROUP BY players, state_id, place)""",
-                       [cfg.name, cfg.name]).fetchone()[0]
+          SELECT sum(probability) FROM finishing WHERE game = ? AND players = ? GROUP BY state_id, place)""",
+                       [cfg.name, n, cfg.name, n]).fetchone()[0]
     values = con.execute("""
         SELECT coalesce(max(abs(f.paid - v.value)), 0) FROM (
           SELECT f.players, f.state_id, f.position,
                  sum(f.probability * coalesce(list_extract(g.payouts, f.place), 0)) AS paid
-          FROM finishing f JOIN games g USING (game) WHERE f.game = ? GROUP BY ALL) f
+          FROM finishing f JOIN games g USING (game) WHERE f.game = ? AND f.players = ? GROUP BY ALL) f
         JOIN equilibrium_values v USING (players, state_id, position) WHERE v.game = ?""",
-                         [cfg.name, cfg.name]).fetchone()[0]
+                         [cfg.name, n, cfg.name]).fetchone()[0]
     return float(sums), float(values)
 
 
-@dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=blocking_checks("finishing_probabilities", CHECKS),
-          description="The equilibrium's finishing probabilities (SPEC §6): for every (state, position) the "
-                      "probability of each place, by the policy evaluation of the stored strategies with unit prize "
-                      "vectors, layer by layer. Table `finishing`. Checks that they give back the solve's values.")
-def finishing_probabilities(context: dg.AssetExecutionContext, game: GameResource,
-                            warehouse: WarehouseResource) -> dg.MaterializeResult:
-    cfg = game.config()
-    t0 = time.perf_counter()
-    with warehouse.connect() as con:
-        done = UnitCheckpoint(cache_dir("finishing", game_key(cfg)),
-                              {"equilibrium": equilibrium_fingerprint(con, cfg.name)})
-    lower: dict[int, np.ndarray] = {}
-    rows, layer_s = 0, {}
-    for n in range(2, cfg.players + 1):
-        stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
-        unit = done.load(f"layer{n}")
-        if unit is not None:  # finished by an earlier run for this equilibrium: kept while its rows are all there
-            with warehouse.connect() as con:
-                kept = con.execute("SELECT count(*) FROM finishing WHERE game = ? AND players = ?",
-                                   [cfg.name, n]).fetchone()[0]
-                if kept == unit["rows"]:
-                    lower[n] = read_layer_table(con, cfg, n, "finishing", "probability", len(stacks),
-                                                places=cfg.players)
-            if n in lower:
-                rows += kept
-                context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
-                continue
-        t1 = time.perf_counter()
-        with warehouse.connect() as con:
-            strategies = read_strategies(con, cfg.name, n, len(stacks))
-        probs = outcome_probabilities(hands, strategies, equilibrium_tensors(warehouse.path, cfg),
-                                      progress=lambda event: context.log.info(outcome_log_line(event)),
-                                      checkpoint=done.work_dir(f"layer{n}"))
-        lower[n] = layer_finishing(hands, probs, n, lower, cfg.players)  # lower: the layers below n
-        frame = finishing_rows(lower[n])
-        with warehouse.connect() as con:
-            rows += db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
-        done.save(f"layer{n}", {"rows": len(frame)})
-        layer_s[f"{n}p"] = round(time.perf_counter() - t1, 2)
-        context.log.info(f"{n}-player layer: finishing probabilities of {len(stacks):,} states in {layer_s[f'{n}p']} s")
-    with warehouse.connect() as con:
-        sum_err, value_err = _errors(con, cfg)
-        preview = db.preview_markdown(con, """
-            SELECT s.positions[f.position + 1] AS seat, list(round(f.probability, 4) ORDER BY f.place) AS places
-            FROM finishing f JOIN states s USING (game, players, state_id) JOIN games g USING (game)
-            WHERE f.game = ? AND s.stacks = g.start GROUP BY ALL ORDER BY any_value(f.position)""", [cfg.name])
-    checks = [
+def _check_results(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
+    sum_err, value_err = _errors(con, cfg, n)
+    return [
         dg.AssetCheckResult(check_name="finishing_probabilities_sum_to_1", passed=bool(sum_err <= 1e-6),
                             metadata={"max_error": sum_err,
                                       "rule": "over the places of every (state, position) and over the positions "
@@ -122,8 +80,91 @@ def finishing_probabilities(context: dg.AssetExecutionContext, game: GameResourc
                             metadata={"max_error_usd": value_err,
                                       "rule": "Σ_place P(place)·payout = the equilibrium value, every (state, position)"}),
     ]
-    return dg.MaterializeResult(
-        metadata={"game": cfg.name, "rows": rows, "seconds_per_layer": layer_s,
-                  "wall_s": round(time.perf_counter() - t0, 2),
-                  "start_state": dg.MetadataValue.md(preview)},
-        check_results=checks)
+
+
+def _shown_state(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int) -> int:
+    """The state a layer's preview shows: the game's start state in its own layer, else state 0."""
+    start = con.execute("""SELECT s.state_id FROM states s JOIN games g USING (game)
+                           WHERE s.game = ? AND s.players = ? AND s.stacks = g.start""", [cfg.name, n]).fetchone()
+    return int(start[0]) if start else 0
+
+
+def _finishing_asset(n: int, solve_layer, lower_layer):
+    name = f"finishing_{n}p"
+    deps = [solve_layer] + ([lower_layer] if lower_layer is not None else [])
+
+    # Priority: a build runs this as soon as its layer is solved, before the next layer's solve, so a
+    # long build interrupted in its 5-player layer already holds the smaller layers' probabilities.
+    @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
+              op_tags={"dagster/priority": "1"},
+              check_specs=blocking_checks(name, CHECKS),
+              description=f"The equilibrium's finishing probabilities of the {n}-player layer (SPEC §6): for every "
+                          f"(state, position) the probability of each place, by the policy evaluation of the stored "
+                          f"strategies with unit prize vectors. Table `finishing`. Checks that they give back the "
+                          f"solve's values.")
+    def layer_finishing_asset(context: dg.AssetExecutionContext, game: GameResource,
+                              warehouse: WarehouseResource) -> dg.MaterializeResult:
+        cfg = game.config()
+        if n > cfg.players:
+            return dg.MaterializeResult(
+                metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
+                check_results=[dg.AssetCheckResult(check_name=c, passed=True,
+                                                   metadata={"skipped": f"game has {cfg.players} players"})
+                               for c in CHECKS])
+        t0 = time.perf_counter()
+        stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
+        with warehouse.connect() as con:
+            done = UnitCheckpoint(cache_dir("finishing", game_key(cfg)),
+                                  {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
+            kept = con.execute("SELECT count(*) FROM finishing WHERE game = ? AND players = ?",
+                               [cfg.name, n]).fetchone()[0]
+            missing = [k for k in range(2, n) if not con.execute(
+                "SELECT count(*) FROM finishing WHERE game = ? AND players = ?", [cfg.name, k]).fetchone()[0]]
+            if missing:
+                raise dg.Failure(f"{name}: the {missing[0]}-player layer's finishing probabilities are not in the "
+                                 f"warehouse; materialize finishing_{missing[0]}p first (they are this layer's "
+                                 f"successors' probabilities)")
+            lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
+        unit = done.load(f"layer{n}")
+        if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
+            rows = kept
+            context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
+        else:
+            with warehouse.connect() as con:
+                strategies = read_strategies(con, cfg.name, n, len(stacks))
+            probs = outcome_probabilities(hands, strategies, equilibrium_tensors(warehouse.path, cfg),
+                                          progress=lambda event: context.log.info(outcome_log_line(event)),
+                                          checkpoint=done.work_dir(f"layer{n}"))
+            frame = finishing_rows(layer_finishing(hands, probs, n, lower, cfg.players))  # lower: the layers below n
+            with warehouse.connect() as con:
+                rows = db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
+            done.save(f"layer{n}", {"rows": len(frame)})
+            context.log.info(f"{n}-player layer: finishing probabilities of {len(stacks):,} states in "
+                             f"{time.perf_counter() - t0:.2f} s")
+        with warehouse.connect() as con:
+            checks = _check_results(con, cfg, n)
+            preview = db.preview_markdown(con, """
+                SELECT s.stacks, s.positions[f.position + 1] AS seat, list(round(f.probability, 4) ORDER BY f.place)
+                       AS places
+                FROM finishing f JOIN states s USING (game, players, state_id)
+                WHERE f.game = ? AND f.players = ? AND f.state_id = ? GROUP BY ALL ORDER BY any_value(f.position)""",
+                                           [cfg.name, n, _shown_state(con, cfg, n)])
+        return dg.MaterializeResult(
+            metadata={"game": cfg.name, "states": len(stacks), "rows": rows,
+                      "wall_s": round(time.perf_counter() - t0, 2),
+                      "preview": dg.MetadataValue.md(preview)},
+            check_results=checks)
+
+    return layer_finishing_asset
+
+
+def _build() -> list:
+    out, lower = [], None
+    for solve_asset, n in zip(LAYER_ASSETS, LAYERS):
+        lower = _finishing_asset(n, solve_asset, lower)
+        out.append(lower)
+    return out
+
+
+FINISHING_ASSETS = _build()
+"""finishing_2p … finishing_5p: each layer's asset needs its layer solved and the layers below it finished."""

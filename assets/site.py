@@ -11,7 +11,7 @@ from assets.rollout import hand_classes, rollout_pairs, rollout_triples
 from assets.ex_post import ex_post_equilibrium
 from assets.deviation import deviation_statistics
 from assets.fgs import fgs_strategies
-from assets.finishing import finishing_probabilities
+from assets.finishing import FINISHING_ASSETS
 from assets.model_analysis import model_strategies
 from assets.model_ex_post import ex_post_models
 from assets.simulation import simulations
@@ -21,7 +21,7 @@ from sitegen.build import build_site
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
           deps=[hand_classes, rollout_pairs, rollout_triples, game_states, equity_model_tables, *LAYER_ASSETS,
-                finishing_probabilities, ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics,
+                *FINISHING_ASSETS, ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics,
                 ex_post_models, simulations],
           description="Static site in build/site (open build/site/index.html): home, showdown tables, equity models, "
                       "equilibrium, push/fold, solve quality, models vs equilibrium, model ranges, ex post, simulation, warehouse reference. Rebuilt as a whole and swapped in only when complete.")

@@ -3,7 +3,7 @@
 Each layer asset reads the showdown tables and the smaller layers' values from the warehouse,
 solves its layer (resuming from `.cache/solve/<game>-<config hash>/` after an interrupt), and
 writes values, strategies, per-state exploitability and the solve log of its layer (the finishing
-probabilities are `finishing_probabilities`, :mod:`assets.finishing`). Layers above the game's
+probabilities are `finishing_2p` … `finishing_5p`, :mod:`assets.finishing`). Layers above the game's
 player count report that they do not apply.
 """
 
@@ -74,7 +74,9 @@ def read_layer_table(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, ta
     return arr
 
 
-def _lower(con, cfg: GameConfig, n: int, table: str, column: str, places: int | None = None) -> dict[int, np.ndarray]:
+def lower_layers(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, table: str, column: str,
+                 places: int | None = None) -> dict[int, np.ndarray]:
+    """The layers below n of a per-layer table ({players: array}, as :func:`read_layer_table` reads them)."""
     return {k: read_layer_table(con, cfg, k, table, column, places=places) for k in range(2, n)}
 
 
@@ -148,7 +150,7 @@ def _layer_asset(n: int, previous):
         t0 = time.perf_counter()
         tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:
-            lower_values = _lower(con, cfg, n, "equilibrium_values", "value")
+            lower_values = lower_layers(con, cfg, n, "equilibrium_values", "value")
 
         def progress(event: dict) -> None:
             line = layer_log_line(event)

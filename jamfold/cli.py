@@ -187,7 +187,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.ex_post import ex_post_equilibrium
     from assets.deviation import deviation_statistics
     from assets.fgs import fgs_strategies
-    from assets.finishing import finishing_probabilities
+    from assets.finishing import FINISHING_ASSETS
     from assets.model_analysis import model_strategies
     from assets.model_ex_post import ex_post_models
     from assets.simulation import simulations
@@ -203,7 +203,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
     sweeps = [model_strategies, fgs_strategies, ex_post_models, simulations]
-    left_out = [*LAYER_ASSETS, finishing_probabilities, ex_post_equilibrium, deviation_statistics, *sweeps] \
+    left_out = [*LAYER_ASSETS, *FINISHING_ASSETS, ex_post_equilibrium, deviation_statistics, *sweeps] \
         if args.skip_solve else sweeps if args.skip_models else []
     selection = [a for a in ALL_ASSETS if a not in left_out]
     if args.skip_solve:
@@ -289,7 +289,7 @@ def cmd_state(args: argparse.Namespace) -> None:
                                          "AND state_id = ? ORDER BY position", [cfg.name, n, sid]).fetchall()]
         rows = con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
                            "AND state_id = ?", [cfg.name, n, sid]).fetchall()
-        fin = None  # not computed yet: the layer is solved but finishing_probabilities not materialized
+        fin = None  # not computed yet: the layer is solved but finishing_{n}p not materialized
         if rows:
             fin = np.zeros((n, n))
             for p, q, prob in rows:
@@ -313,7 +313,7 @@ def cmd_state(args: argparse.Namespace) -> None:
         probs = "" if fin is None else " " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n))
         print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {icm[p]:>9.4f}" + probs)
     if fin is None:
-        print("finishing probabilities: not computed yet (materialize finishing_probabilities)")
+        print(f"finishing probabilities: not computed yet (materialize finishing_{n}p)")
     for node in node_list:
         before = ", ".join(node["jammed_before"]) or "nobody"
         pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     st.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
-                         "places; null until finishing_probabilities is materialized), exploitability ($), nodes")
+                         "places; null until the layer's finishing_<n>p is materialized), exploitability ($), nodes")
     st.set_defaults(func=cmd_state)
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "

@@ -121,7 +121,7 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
 
 
 def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):
-    """A layer solved but `finishing_probabilities` not yet materialized (a long build under way):
+    """A layer solved but its `finishing_<n>p` not yet materialized (a long build under way):
     `jamfold state` says the probabilities are not computed, instead of printing zeros for them."""
     import shutil
 
@@ -137,7 +137,7 @@ def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tm
     code, out, _ = run(capsys, *args, "--json")
     assert code == 0 and json.loads(out)["finishing"] is None
     code, out, _ = run(capsys, *args)
-    assert code == 0 and "finishing probabilities: not computed yet (materialize finishing_probabilities)" in out
+    assert code == 0 and "finishing probabilities: not computed yet (materialize finishing_3p)" in out
     assert "P1" not in out and "BU after nobody jammed" in out
 
 

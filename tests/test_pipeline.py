@@ -15,7 +15,8 @@ from engine.states import n_states
 def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
-            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "finishing_probabilities", "ex_post_equilibrium", "model_strategies",
+            "solve_2p", "solve_3p", "solve_4p", "solve_5p", "finishing_2p", "finishing_3p", "finishing_4p",
+            "finishing_5p", "ex_post_equilibrium", "model_strategies",
             "fgs_strategies", "deviation_statistics", "ex_post_models", "simulations", "results_site"} <= keys
 
 
@@ -24,7 +25,7 @@ def test_every_asset_check_says_what_it_checks():
     from assets.definitions import ALL_ASSETS
 
     specs = [spec for asset in ALL_ASSETS for spec in asset.check_specs]
-    assert len(specs) == 26
+    assert len(specs) == 32
     assert [spec.name for spec in specs if not (spec.description or "").strip()] == []
 
 
@@ -412,7 +413,7 @@ def test_deviation_statistics_without_the_sweeps_expect_the_icm_family_and_the_s
 
 def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibrium(tiny_build, tmp_path,
                                                                                   monkeypatch):
-    """finishing_probabilities killed in its second layer: the rerun computes only that layer and
+    """The finishing probabilities killed in their second layer: the rerun computes only that layer and
     writes the table a run never interrupted writes. Its check fails when the stored values are not
     those of the stored strategies."""
     import dagster as dg
@@ -425,20 +426,47 @@ def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibriu
         straight = con.execute(query).df()
     killed = _KilledAfter(finishing.outcome_probabilities, 1)
     monkeypatch.setattr(finishing, "outcome_probabilities", killed)
-    assert not dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False).success
+    assert not dg.materialize(finishing.FINISHING_ASSETS, resources=resources, raise_on_error=False).success
     killed.disarm()
-    assert dg.materialize([finishing.finishing_probabilities], resources=resources).success
+    assert dg.materialize(finishing.FINISHING_ASSETS, resources=resources).success
     assert killed.calls == 1  # the 3-player layer only: the 2-player one was kept
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(straight, con.execute(query).df())
     with duckdb.connect(str(warehouse)) as con:
         con.execute("UPDATE equilibrium_values SET value = value + 0.01 WHERE game = 'tiny' AND players = 3 "
                     "AND state_id = 0 AND position = 0")
-    result = dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False)
-    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
-    assert checks["finishing_probabilities_sum_to_1"].passed
-    assert not checks["finishing_gives_back_the_values"].passed
-    assert checks["finishing_gives_back_the_values"].metadata["max_error_usd"].value == pytest.approx(0.01)
+    result = dg.materialize(finishing.FINISHING_ASSETS, resources=resources, raise_on_error=False)
+    checks = {(c.asset_check_key.asset_key.to_user_string(), c.asset_check_key.name): c
+              for c in result.get_asset_check_evaluations()}
+    assert [key for key, c in checks.items() if not c.passed] == [("finishing_3p", "finishing_gives_back_the_values")]
+    assert checks["finishing_3p", "finishing_gives_back_the_values"].metadata["max_error_usd"].value == pytest.approx(0.01)
+
+
+def test_each_layers_finishing_probabilities_run_before_the_next_layer_is_solved(tiny_build):
+    """A layer's finishing probabilities are materialized as soon as the layer is solved, ahead of the
+    next layer's solve (a build stopped in its 5-player solve keeps the smaller layers' ones)."""
+    order = [e.asset_key.to_user_string() for e in tiny_build["result"].get_asset_materialization_events()]
+    assert order.index("solve_2p") < order.index("finishing_2p") < order.index("solve_3p") \
+        < order.index("finishing_3p") < order.index("solve_4p")
+
+
+def test_a_layers_finishing_probabilities_need_the_layer_below(tiny_build, tmp_path, monkeypatch):
+    """finishing_3p materialized alone while the 2-player layer's rows are missing fails before any
+    work, naming the asset to materialize first, and writes nothing."""
+    import dagster as dg
+
+    import assets.finishing as finishing
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM finishing WHERE game = 'tiny' AND players = 2")
+        before = con.execute("SELECT count(*) FROM finishing WHERE game = 'tiny'").fetchone()[0]
+    result = dg.materialize([finishing.FINISHING_ASSETS[1]], resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "materialize finishing_2p first" in failure.step_failure_data.user_failure_data.description
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM finishing WHERE game = 'tiny'").fetchone()[0] == before
 
 
 def test_finishing_probabilities_interrupted_within_a_layer_keep_its_finished_states(tiny_build, tmp_path,
@@ -471,11 +499,11 @@ def test_finishing_probabilities_interrupted_within_a_layer_keep_its_finished_st
                                         checkpoint_every=0.0)
 
     monkeypatch.setattr(finishing, "outcome_probabilities", interrupted)
-    assert not dg.materialize([finishing.finishing_probabilities], resources=resources, raise_on_error=False).success
+    assert not dg.materialize(finishing.FINISHING_ASSETS, resources=resources, raise_on_error=False).success
     assert found == {2: 0, 3: 0}
     armed[0] = False
     found.clear()
-    assert dg.materialize([finishing.finishing_probabilities], resources=resources).success
+    assert dg.materialize(finishing.FINISHING_ASSETS, resources=resources).success
     assert found == {3: 2}  # the 2-player layer kept whole, the 3-player one resumed with its two states
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(straight, con.execute(query).df())

@@ -67,7 +67,7 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
 
 @pytest.mark.parametrize("left_out", [(3,), (2, 3)])
 def test_equilibrium_page_says_which_finishing_probabilities_are_still_to_come(tiny_build, tmp_path, left_out):
-    """A site built while `finishing_probabilities` has not run for every solved layer (the site
+    """A site built while `finishing_<n>p` has not run for every solved layer (the site
     asset materialized alone in `dagster dev`, or `python -m sitegen.build` during a long build):
     the page names the player counts still to come and charts and tabulates only the others, where
     it drew an empty chart and an empty table."""

@@ -40,8 +40,8 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     win = win[win["players"].isin(finished)].copy()
     missing = [n for n in layers if n not in finished]
     not_yet = (f"Not computed yet for {', '.join(map(str, missing))} players: the finishing probabilities "
-               f"(table `finishing`) come from the asset `finishing_probabilities`, which runs after the "
-               f"solves.\n") if missing else ""
+               f"(table `finishing`) come from the assets `finishing_2p` … `finishing_5p`, each of which runs "
+               f"once its layer is solved.\n") if missing else ""
     win["proportional"] = win["stack"] / units
     win["relative_difference_pct"] = 100 * (win["p_win"] - win["proportional"]) / win["proportional"]
     win_chart = pd.concat([
