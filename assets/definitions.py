@@ -12,7 +12,7 @@ from assets import deviation, ex_post, fgs, finishing, model_analysis, model_ex_
 from assets.resources import default_resources
 
 ALL_ASSETS = [rollout.hand_classes, rollout.rollout_pairs, rollout.rollout_triples,
-              models.game_states, models.equity_model_tables, *solve.LAYER_ASSETS, *finishing.FINISHING_ASSETS, ex_post.ex_post_equilibrium,
+              models.game_states, models.equity_model_tables, *solve.LAYER_ASSETS, *finishing.FINISHING_ASSETS, *ex_post.EX_POST_ASSETS,
               model_analysis.model_strategies, fgs.fgs_strategies, deviation.deviation_statistics,
               model_ex_post.ex_post_models, simulation.simulations,
               site.results_site]

@@ -1,9 +1,11 @@
 """Ex post check of the equilibrium (SPEC §6): nemesis values over every state of the solved game.
 
-Reads the equilibrium strategies and values of every layer from the warehouse, runs the nemesis
-policy iteration of :mod:`engine.best_response` from 2 players up, and writes `nemesis_values`
-(one row per state and position; the view `ex_post` summarises it). A rebuild against the same
-equilibrium (:func:`equilibrium_fingerprint`) keeps the rows it wrote (:mod:`assets.resume`).
+One asset per layer (`ex_post_2p` … `ex_post_5p`), each run as soon as its layer is solved and the
+layer below it checked: it reads the layer's equilibrium strategies and values and the smaller
+layers' nemesis values from the warehouse, runs the nemesis policy iteration of
+:mod:`engine.best_response` and writes the layer's `nemesis_values` (one row per state and
+position; the view `ex_post` summarises them). A rebuild against the same equilibrium up to the
+layer (:func:`equilibrium_fingerprint`) keeps the rows it wrote (:mod:`assets.resume`).
 """
 
 import time
@@ -15,11 +17,12 @@ import pandas as pd
 
 from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key, rows_digest
-from assets.solve import LAYER_ASSETS, equilibrium_tensors, read_layer_table
-from engine.best_response import ex_post
+from assets.solve import LAYER_ASSETS, LAYERS, equilibrium_tensors, read_layer_table
+from engine.best_response import nemesis_layer
+from engine.config import GameConfig
 from engine.solve_progress import nemesis_log_line
-from engine.states import n_states
 from engine.layers import compile_layer
+from engine.states import n_states
 from warehouse import db
 
 PROFILE = "equilibrium"
@@ -86,53 +89,106 @@ def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-@dg.asset(group_name="equilibrium", kinds={"numba", "duckdb"}, deps=LAYER_ASSETS,
-          check_specs=blocking_checks("ex_post_equilibrium", CHECKS),
-          description="Tournament exploitability of the equilibrium: a nemesis best-responds over the whole remaining "
-                      "tournament (policy iteration over state × seat). Table `nemesis_values`, summary view `ex_post`.")
-def ex_post_equilibrium(context: dg.AssetExecutionContext, game: GameResource,
-                        warehouse: WarehouseResource) -> dg.MaterializeResult:
-    cfg = game.config()
-    t0 = time.perf_counter()
-    with warehouse.connect() as con:
-        done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"equilibrium": equilibrium_fingerprint(con, cfg.name)})
-        kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
-                           [cfg.name, PROFILE]).fetchone()[0]
-    expected = sum(n * n_states(cfg.units, n) for n in range(2, cfg.players + 1))
-    record = done.load(PROFILE) if kept == expected else None
-    if record is not None:
-        context.log.info(f"the nemesis values of this equilibrium are in the warehouse already ({kept} rows)")
-    else:
-        tensors = equilibrium_tensors(warehouse.path, cfg)
-        layers = {}
-        with warehouse.connect() as con:
-            for n in range(2, cfg.players + 1):
-                stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
-                values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
-                layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)), values)
+def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int,
+                         profile: str = PROFILE) -> dict[int, np.ndarray]:
+    """The nemesis values ($, states × positions) of ``profile`` in every layer below n, from
+    `nemesis_values`: the values an outcome of an n-player hand hands the nemesis on to."""
+    out = {}
+    for k in range(2, n):
+        df = con.execute("SELECT state_id, position, nemesis_value FROM nemesis_values "
+                         "WHERE game = ? AND profile = ? AND players = ?", [cfg.name, profile, k]).df()
+        if len(df) != k * n_states(cfg.units, k):
+            raise dg.Failure(f"ex_post_{n}p: the {k}-player layer's nemesis values are not in the warehouse "
+                             f"({len(df)} of {k * n_states(cfg.units, k)} rows); materialize ex_post_{k}p first "
+                             f"(this layer's nemesis goes on into it)")
+        W = np.zeros((n_states(cfg.units, k), k))
+        W[df["state_id"], df["position"]] = df["nemesis_value"]
+        out[k] = W
+    return out
 
-        result = ex_post(layers, tensors, progress=lambda event: context.log.info(nemesis_log_line(event)),
-                         checkpoint=done.work_dir(PROFILE))
-        frame = nemesis_frame(result, {n: layer[2] for n, layer in layers.items()})
-        record = {"min_gain": float(frame["gain"].min()), "max_gain": float(frame["gain"].max()),
-                  "mean_gain": float(frame["gain"].mean()),
-                  "worst_residual": max(log[-1]["bellman_residual"] for _, log in result.values()),
-                  "rounds": {str(n): len(log) for n, (_, log) in result.items()}}
-        with warehouse.connect() as con:
-            kept = db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": PROFILE})
-        done.save(PROFILE, record)
-    with warehouse.connect() as con:
-        summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
-    min_gain, worst_residual = record["min_gain"], record["worst_residual"]
-    checks = [
-        dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
-                            metadata={"min_gain_usd": min_gain}),
-        dg.AssetCheckResult(check_name="policy_iteration_converged", passed=bool(worst_residual <= 1e-8),
-                            metadata={"bellman_residual_usd": worst_residual}),
+
+def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
+    return [
+        dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(record["min_gain"] >= -1e-8),
+                            metadata={"min_gain_usd": record["min_gain"]}),
+        dg.AssetCheckResult(check_name="policy_iteration_converged", passed=bool(record["worst_residual"] <= 1e-8),
+                            metadata={"bellman_residual_usd": record["worst_residual"]}),
     ]
-    return dg.MaterializeResult(
-        metadata={"game": cfg.name, "rows": kept, "max_gain_usd": record["max_gain"],
-                  "mean_gain_usd": record["mean_gain"], "rounds": record["rounds"],
-                  "wall_s": round(time.perf_counter() - t0, 2),
-                  "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=6))},
-        check_results=checks)
+
+
+def _ex_post_asset(n: int, solve_layer, lower_layer):
+    name = f"ex_post_{n}p"
+    deps = [solve_layer] + ([lower_layer] if lower_layer is not None else [])
+
+    # Priority: run as soon as the layer is solved (and the layer below checked), before the next
+    # layer's solve, so a build stopped in its 5-player solve has the smaller layers checked.
+    @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
+              op_tags={"dagster/priority": "1"},
+              check_specs=blocking_checks(name, CHECKS),
+              description=f"Tournament exploitability of the equilibrium in the {n}-player layer: a nemesis "
+                          f"best-responds over the whole remaining tournament (policy iteration over state × seat, "
+                          f"on into the smaller layers' nemesis values). Table `nemesis_values`, summary view "
+                          f"`ex_post`.")
+    def layer_ex_post(context: dg.AssetExecutionContext, game: GameResource,
+                      warehouse: WarehouseResource) -> dg.MaterializeResult:
+        cfg = game.config()
+        if n > cfg.players:
+            return dg.MaterializeResult(
+                metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
+                check_results=[dg.AssetCheckResult(check_name=c, passed=True,
+                                                   metadata={"skipped": f"game has {cfg.players} players"})
+                               for c in CHECKS])
+        t0 = time.perf_counter()
+        m = n_states(cfg.units, n)
+        unit = f"{PROFILE}.layer{n}"
+        with warehouse.connect() as con:
+            done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
+                                  {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
+            kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ? AND players = ?",
+                               [cfg.name, PROFILE, n]).fetchone()[0]
+            lower = lower_nemesis_values(con, cfg, n)
+        record = done.load(unit) if kept == n * m else None
+        if record is not None:
+            context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
+                             f"already ({kept} rows)")
+        else:
+            tensors = equilibrium_tensors(warehouse.path, cfg)
+            stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
+            with warehouse.connect() as con:
+                values = read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks))
+                strategies = read_strategies(con, cfg.name, n, len(stacks))
+            W, log = nemesis_layer(hands, strategies, values, lower, tensors,
+                                   progress=lambda event: context.log.info(nemesis_log_line(event)),
+                                   checkpoint=done.work_dir(unit))
+            frame = nemesis_frame({n: (W, log)}, {n: values})
+            record = {"min_gain": float(frame["gain"].min()), "max_gain": float(frame["gain"].max()),
+                      "mean_gain": float(frame["gain"].mean()), "worst_residual": log[-1]["bellman_residual"],
+                      "rounds": len(log)}
+            with warehouse.connect() as con:
+                kept = db.replace_rows(con, "nemesis_values", frame,
+                                       {"game": cfg.name, "profile": PROFILE, "players": n})
+            done.save(unit, record)
+            context.log.info(f"{n}-player layer: nemesis values of {m:,} states in {record['rounds']} rounds, "
+                             f"{time.perf_counter() - t0:.1f} s; largest gain {record['max_gain']:.6f} $")
+        with warehouse.connect() as con:
+            summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
+        return dg.MaterializeResult(
+            metadata={"game": cfg.name, "rows": kept, "max_gain_usd": record["max_gain"],
+                      "mean_gain_usd": record["mean_gain"], "rounds": record["rounds"],
+                      "wall_s": round(time.perf_counter() - t0, 2),
+                      "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=6))},
+            check_results=_layer_checks(record))
+
+    return layer_ex_post
+
+
+def _build() -> list:
+    out, lower = [], None
+    for solve_asset, n in zip(LAYER_ASSETS, LAYERS):
+        lower = _ex_post_asset(n, solve_asset, lower)
+        out.append(lower)
+    return out
+
+
+EX_POST_ASSETS = _build()
+"""ex_post_2p … ex_post_5p: each layer's check needs its layer solved and the layers below it checked."""

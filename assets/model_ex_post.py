@@ -14,7 +14,7 @@ import time
 import dagster as dg
 import numpy as np
 
-from assets.ex_post import ex_post_equilibrium, nemesis_frame, read_strategies
+from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_names, model_strategies, strategies_fingerprint
 from assets.resources import GameResource, WarehouseResource, cache_dir
@@ -28,7 +28,7 @@ from engine.layers import compile_game
 from warehouse import db
 
 
-@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, ex_post_equilibrium],
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, *EX_POST_ASSETS],
           check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True,
                                          description="for every model, the nemesis gains at least 0 over the profile in "
                                                      "every (state, seat) (within 1e-8 $)")],

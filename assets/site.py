@@ -8,7 +8,7 @@ import dagster as dg
 from assets.models import equity_model_tables, game_states
 from assets.resources import GameResource, WarehouseResource, build_dir
 from assets.rollout import hand_classes, rollout_pairs, rollout_triples
-from assets.ex_post import ex_post_equilibrium
+from assets.ex_post import EX_POST_ASSETS
 from assets.deviation import deviation_statistics
 from assets.fgs import fgs_strategies
 from assets.finishing import FINISHING_ASSETS
@@ -21,7 +21,7 @@ from sitegen.build import build_site
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
           deps=[hand_classes, rollout_pairs, rollout_triples, game_states, equity_model_tables, *LAYER_ASSETS,
-                *FINISHING_ASSETS, ex_post_equilibrium, model_strategies, fgs_strategies, deviation_statistics,
+                *FINISHING_ASSETS, *EX_POST_ASSETS, model_strategies, fgs_strategies, deviation_statistics,
                 ex_post_models, simulations],
           description="Static site in build/site (open build/site/index.html): home, showdown tables, equity models, "
                       "equilibrium, push/fold, solve quality, models vs equilibrium, model ranges, ex post, simulation, warehouse reference. Rebuilt as a whole and swapped in only when complete.")

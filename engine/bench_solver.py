@@ -144,7 +144,7 @@ def _print_progress(event: dict) -> None:
 
 
 def ex_post_figures(label: str, layers: dict, tensors: SolverTensors) -> None:
-    """Time the ex post check of one strategy profile as ``ex_post_equilibrium`` and
+    """Time the ex post check of one strategy profile as the ``ex_post_<n>p`` assets and
     ``ex_post_models`` run it: ``layers[n] = (hands, strategies, the profile's own values)``.
     Prints, per layer, nemesis rounds, seconds, ms per state and the largest gain ($)."""
     from engine.best_response import ex_post

@@ -184,7 +184,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource, build_dir
-    from assets.ex_post import ex_post_equilibrium
+    from assets.ex_post import EX_POST_ASSETS
     from assets.deviation import deviation_statistics
     from assets.fgs import fgs_strategies
     from assets.finishing import FINISHING_ASSETS
@@ -203,7 +203,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
     sweeps = [model_strategies, fgs_strategies, ex_post_models, simulations]
-    left_out = [*LAYER_ASSETS, *FINISHING_ASSETS, ex_post_equilibrium, deviation_statistics, *sweeps] \
+    left_out = [*LAYER_ASSETS, *FINISHING_ASSETS, *EX_POST_ASSETS, deviation_statistics, *sweeps] \
         if args.skip_solve else sweeps if args.skip_models else []
     selection = [a for a in ALL_ASSETS if a not in left_out]
     if args.skip_solve:

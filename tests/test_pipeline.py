@@ -16,7 +16,7 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"hand_classes", "rollout_pairs", "rollout_triples", "game_states", "equity_model_tables",
             "solve_2p", "solve_3p", "solve_4p", "solve_5p", "finishing_2p", "finishing_3p", "finishing_4p",
-            "finishing_5p", "ex_post_equilibrium", "model_strategies",
+            "finishing_5p", "ex_post_2p", "ex_post_3p", "ex_post_4p", "ex_post_5p", "model_strategies",
             "fgs_strategies", "deviation_statistics", "ex_post_models", "simulations", "results_site"} <= keys
 
 
@@ -25,7 +25,7 @@ def test_every_asset_check_says_what_it_checks():
     from assets.definitions import ALL_ASSETS
 
     specs = [spec for asset in ALL_ASSETS for spec in asset.check_specs]
-    assert len(specs) == 32
+    assert len(specs) == 38
     assert [spec.name for spec in specs if not (spec.description or "").strip()] == []
 
 
@@ -442,31 +442,36 @@ def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibriu
     assert checks["finishing_3p", "finishing_gives_back_the_values"].metadata["max_error_usd"].value == pytest.approx(0.01)
 
 
-def test_each_layers_finishing_probabilities_run_before_the_next_layer_is_solved(tiny_build):
-    """A layer's finishing probabilities are materialized as soon as the layer is solved, ahead of the
-    next layer's solve (a build stopped in its 5-player solve keeps the smaller layers' ones)."""
+def test_each_layers_finishing_and_ex_post_run_before_the_next_layer_is_solved(tiny_build):
+    """A layer's finishing probabilities and ex post check are materialized as soon as the layer is
+    solved, ahead of the next layer's solve (a build stopped in its 5-player solve keeps the smaller
+    layers' ones)."""
     order = [e.asset_key.to_user_string() for e in tiny_build["result"].get_asset_materialization_events()]
-    assert order.index("solve_2p") < order.index("finishing_2p") < order.index("solve_3p") \
-        < order.index("finishing_3p") < order.index("solve_4p")
+    for layer_asset in ("finishing", "ex_post"):
+        assert order.index("solve_2p") < order.index(f"{layer_asset}_2p") < order.index("solve_3p") \
+            < order.index(f"{layer_asset}_3p") < order.index("solve_4p")
 
 
-def test_a_layers_finishing_probabilities_need_the_layer_below(tiny_build, tmp_path, monkeypatch):
-    """finishing_3p materialized alone while the 2-player layer's rows are missing fails before any
-    work, naming the asset to materialize first, and writes nothing."""
+@pytest.mark.parametrize("table, layer_asset", [("finishing", "finishing"), ("nemesis_values", "ex_post")])
+def test_a_layers_finishing_and_ex_post_need_the_layer_below(tiny_build, tmp_path, monkeypatch, table, layer_asset):
+    """finishing_3p (ex_post_3p) materialized alone while the 2-player layer's rows are missing fails
+    before any work, naming the asset to materialize first, and writes nothing."""
     import dagster as dg
 
+    import assets.ex_post as ex_post
     import assets.finishing as finishing
 
+    assets = {"finishing": finishing.FINISHING_ASSETS, "ex_post": ex_post.EX_POST_ASSETS}[layer_asset]
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     with duckdb.connect(str(warehouse)) as con:
-        con.execute("DELETE FROM finishing WHERE game = 'tiny' AND players = 2")
-        before = con.execute("SELECT count(*) FROM finishing WHERE game = 'tiny'").fetchone()[0]
-    result = dg.materialize([finishing.FINISHING_ASSETS[1]], resources=resources, raise_on_error=False)
+        con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 2")
+        before = con.execute(f"SELECT * FROM {table} WHERE game = 'tiny' ORDER BY ALL").df()
+    result = dg.materialize([assets[1]], resources=resources, raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "materialize finishing_2p first" in failure.step_failure_data.user_failure_data.description
+    assert f"materialize {layer_asset}_2p first" in failure.step_failure_data.user_failure_data.description
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM finishing WHERE game = 'tiny'").fetchone()[0] == before
+        pd.testing.assert_frame_equal(before, con.execute(f"SELECT * FROM {table} WHERE game = 'tiny' ORDER BY ALL").df())
 
 
 def test_finishing_probabilities_interrupted_within_a_layer_keep_its_finished_states(tiny_build, tmp_path,
@@ -517,7 +522,7 @@ def test_finished_ex_post_checks_leave_no_rounds_behind(tiny_build):
     is kept: after a build only the records are left."""
     cache = tiny_build["root"] / "cache" / "ex_post"
     records = {p.stem for p in cache.rglob("*.json")}
-    assert {"equilibrium", "harville", "weitzman", "roberts", "FGS-1", "FGS-2"} <= records
+    assert {"equilibrium.layer2", "equilibrium.layer3", "harville", "weitzman", "roberts", "FGS-1", "FGS-2"} <= records
     assert not list(cache.rglob("*.work-*"))
 
 
@@ -594,27 +599,62 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
 
 def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, tmp_path, monkeypatch):
-    """ex_post_equilibrium again against an unchanged equilibrium: no policy iteration, the same rows
-    and checks, also after the layers are solved again (to the same equilibrium)."""
+    """The ex post assets again against an unchanged equilibrium: no policy iteration, the same rows
+    and checks, also after the layers are solved again (to the same equilibrium). A changed
+    3-player layer checks that layer again and keeps the 2-player one."""
     import dagster as dg
 
     import assets.ex_post as ex_post_asset
     from assets.solve import LAYER_ASSETS
 
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
-    real, runs = ex_post_asset.ex_post, []
-    monkeypatch.setattr(ex_post_asset, "ex_post", lambda *a, **k: (runs.append(1), real(*a, **k))[1])
+    real, runs = ex_post_asset.nemesis_layer, []
+    monkeypatch.setattr(ex_post_asset, "nemesis_layer",
+                        lambda hands, *a, **k: (runs.append(hands[0].n_players), real(hands, *a, **k))[1])
     query = "SELECT * FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium' ORDER BY ALL"
     with duckdb.connect(str(warehouse), read_only=True) as con:
         before = con.execute(query).df()
     for resolve in (False, False, True):  # the first run has no record (a fresh cache); the others keep it
         if resolve:  # a rebuild solves the layers again (no checkpoint in this cache): the same equilibrium
             assert dg.materialize(LAYER_ASSETS, resources=resources).success
-        result = dg.materialize([ex_post_asset.ex_post_equilibrium], resources=resources)
-        assert result.success and len(runs) == 1
+        result = dg.materialize(ex_post_asset.EX_POST_ASSETS, resources=resources)
+        assert result.success and runs == [2, 3]
         assert all(c.passed for c in result.get_asset_check_evaluations())
         with duckdb.connect(str(warehouse), read_only=True) as con:
             pd.testing.assert_frame_equal(before, con.execute(query).df())
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE state_quality SET cfr_iterations = cfr_iterations + 1 WHERE game = 'tiny' AND players = 3 "
+                    "AND state_id = 0")
+    assert dg.materialize(ex_post_asset.EX_POST_ASSETS, resources=resources).success
+    assert runs == [2, 3, 3]
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(before, con.execute(query).df())
+
+
+def test_each_layers_ex_post_equals_the_whole_games_check(tiny_build):
+    """The per-layer assets, each going on into the stored nemesis values of the layers below, give
+    the gains of one ex post run over the whole game (engine.best_response.ex_post)."""
+    from assets.ex_post import read_strategies
+    from assets.solve import equilibrium_tensors, read_layer_table
+    from engine.best_response import ex_post
+    from engine.config import load_config
+    from engine.layers import compile_layer
+
+    cfg = load_config(tiny_build["config"])
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        stored = con.execute("SELECT players, state_id, position, nemesis_value FROM nemesis_values "
+                             "WHERE game = 'tiny' AND profile = 'equilibrium' ORDER BY ALL").df()
+        layers = {}
+        for n in (2, 3):
+            stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
+            layers[n] = (hands, read_strategies(con, cfg.name, n, len(stacks)),
+                         read_layer_table(con, cfg, n, "equilibrium_values", "value", len(stacks)))
+    whole = ex_post(layers, equilibrium_tensors(str(tiny_build["warehouse"]), cfg))
+    for n in (2, 3):
+        W = whole[n][0]
+        rows = stored[stored["players"] == n]
+        np.testing.assert_allclose(rows["nemesis_value"], W[rows["state_id"], rows["position"]], atol=1e-9)
+        assert len(rows) == W.size
 
 
 def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path):

@@ -91,6 +91,27 @@ def test_equilibrium_page_says_which_finishing_probabilities_are_still_to_come(t
         rows = [line for line in win.splitlines() if line.startswith("| ") and line[2].isdigit()]
         assert len(rows) == 6 - 2 + 1  # the stacks of a 2-player state of 6 units: 1 … 5
 
+def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
+    """A site built while only the smaller layers' ex post checks have run (a long build in its top
+    layer's solve): the page shows their figures, says which layers they cover and names the asset
+    still to come; with every layer checked it says nothing of the sort."""
+    import duckdb
+
+    from sitegen.pages_equilibrium import solve_quality_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        assert "Checked so far" not in solve_quality_page(con, "tiny")
+        con.execute("DELETE FROM nemesis_values WHERE game = 'tiny' AND players = 3")
+        page = solve_quality_page(con, "tiny")
+    assert "Checked so far: the layers of 2 players. The start state's 3-player layer is not checked yet " \
+           "(asset `ex_post_3p`" in page
+    per_layer = page.split("**Per layer**")[1].split("\n\n<")[0]
+    assert [line.split("|")[1].strip() for line in per_layer.splitlines() if line.startswith("| ")
+            and line[2].isdigit()] == ["2"]
+
+
 def test_push_fold_page_names_the_example_states_whose_layer_is_not_solved_yet(tiny_build, tmp_path):
     """Built while the game is still being solved (layer 2 of 3 here), the page charts the heads-up
     example and names the start state as not solved yet, where it left it out without a word."""

@@ -216,11 +216,17 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
                                     all_mean_gain, all_max_gain, pairs
                              FROM ex_post WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
     if summary.empty:
-        return "## Ex post check\n\nNot computed yet for this game (asset `ex_post_equilibrium`).\n"
+        return "## Ex post check\n\nNot computed yet for this game (assets `ex_post_2p` … `ex_post_5p`).\n"
     per_layer = con.execute("""SELECT players, avg(gain) AS mean_gain, max(gain) AS max_gain,
                                       arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
                                FROM nemesis_values WHERE game = ? AND profile = 'equilibrium'
                                GROUP BY players ORDER BY players""", [game]).df()
+    checked = per_layer["players"].astype(int).tolist()
+    partial = "" if cfg["players"] in checked else (
+        f"\nChecked so far: the layers of {', '.join(map(str, checked))} players. The start state's "
+        f"{cfg['players']}-player layer is not checked yet (asset `ex_post_{cfg['players']}p`, which runs once "
+        f"that layer is solved): the start-state columns stay empty and the all-state figures cover the "
+        f"layers checked.\n")
     gains, _ = log10_histogram(con, "nemesis_values", "gain", game, "profile = 'equilibrium'")
     fair = float(sum(cfg["payouts"])) / cfg["players"]
     models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
@@ -234,7 +240,7 @@ tournament exploitability at that state and position (SPEC §6). ROI = gain / fa
 hands still to play, so it can exceed gamma.{models_link}
 
 {site_table(summary, decimals=6)}
-
+{partial}
 **Per layer**
 
 {site_table(per_layer, decimals=6)}

@@ -161,7 +161,7 @@ def ex_post_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     summary = con.execute("""SELECT profile, start_mean_roi_pct, start_max_roi_pct, start_mean_gain, start_max_gain,
                                     all_mean_gain, all_max_gain, pairs FROM ex_post WHERE game = ?""", [game]).df()
     if summary.empty:
-        return "# Ex post\n\nNo profile has been checked yet (assets `ex_post_equilibrium`, `ex_post_models`).\n"
+        return "# Ex post\n\nNo profile has been checked yet (assets `ex_post_2p` … `ex_post_5p`, `ex_post_models`).\n"
     profiles = ["equilibrium", *model_order([p for p in summary["profile"] if p != "equilibrium"])]
     summary = summary.set_index("profile").loc[[p for p in profiles if p in set(summary["profile"])]].reset_index()
     fair = float(sum(cfg["payouts"])) / cfg["players"]
