@@ -15,9 +15,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
 from assets.resume import UnitCheckpoint, game_key, rows_digest
-from assets.solve import LAYER_ASSETS, LAYERS, equilibrium_tensors, read_layer_table
+from assets.solve import LAYER_FIRST, equilibrium_tensors, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
 from engine.solve_progress import nemesis_log_line
@@ -116,14 +116,11 @@ def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
     ]
 
 
-def _ex_post_asset(n: int, solve_layer, lower_layer):
+def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
     name = f"ex_post_{n}p"
-    deps = [solve_layer] + ([lower_layer] if lower_layer is not None else [])
 
-    # Priority: run as soon as the layer is solved (and the layer below checked), before the next
-    # layer's solve, so a build stopped in its 5-player solve has the smaller layers checked.
     @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              op_tags={"dagster/priority": "1"},
+              op_tags=LAYER_FIRST,
               check_specs=blocking_checks(name, CHECKS),
               description=f"Tournament exploitability of the equilibrium in the {n}-player layer: a nemesis "
                           f"best-responds over the whole remaining tournament (policy iteration over state × seat, "
@@ -133,11 +130,7 @@ def _ex_post_asset(n: int, solve_layer, lower_layer):
                       warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()
         if n > cfg.players:
-            return dg.MaterializeResult(
-                metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
-                check_results=[dg.AssetCheckResult(check_name=c, passed=True,
-                                                   metadata={"skipped": f"game has {cfg.players} players"})
-                               for c in CHECKS])
+            return skipped_layer(cfg, CHECKS)
         t0 = time.perf_counter()
         m = n_states(cfg.units, n)
         unit = f"{PROFILE}.layer{n}"
@@ -182,13 +175,5 @@ def _ex_post_asset(n: int, solve_layer, lower_layer):
     return layer_ex_post
 
 
-def _build() -> list:
-    out, lower = [], None
-    for solve_asset, n in zip(LAYER_ASSETS, LAYERS):
-        lower = _ex_post_asset(n, solve_asset, lower)
-        out.append(lower)
-    return out
-
-
-EX_POST_ASSETS = _build()
+EX_POST_ASSETS = per_layer_chain(_ex_post_asset)
 """ex_post_2p … ex_post_5p: each layer's check needs its layer solved and the layers below it checked."""

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
 from assets.resume import UnitCheckpoint, game_key
-from assets.solve import LAYER_ASSETS, LAYERS, equilibrium_tensors, lower_layers
+from assets.solve import LAYER_FIRST, equilibrium_tensors, lower_layers, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
 from engine.profile_outcomes import outcome_probabilities
@@ -89,14 +89,11 @@ def _shown_state(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int) -> int
     return int(start[0]) if start else 0
 
 
-def _finishing_asset(n: int, solve_layer, lower_layer):
+def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
     name = f"finishing_{n}p"
-    deps = [solve_layer] + ([lower_layer] if lower_layer is not None else [])
 
-    # Priority: a build runs this as soon as its layer is solved, before the next layer's solve, so a
-    # long build interrupted in its 5-player layer already holds the smaller layers' probabilities.
     @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              op_tags={"dagster/priority": "1"},
+              op_tags=LAYER_FIRST,
               check_specs=blocking_checks(name, CHECKS),
               description=f"The equilibrium's finishing probabilities of the {n}-player layer (SPEC §6): for every "
                           f"(state, position) the probability of each place, by the policy evaluation of the stored "
@@ -106,11 +103,7 @@ def _finishing_asset(n: int, solve_layer, lower_layer):
                               warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()
         if n > cfg.players:
-            return dg.MaterializeResult(
-                metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
-                check_results=[dg.AssetCheckResult(check_name=c, passed=True,
-                                                   metadata={"skipped": f"game has {cfg.players} players"})
-                               for c in CHECKS])
+            return skipped_layer(cfg, CHECKS)
         t0 = time.perf_counter()
         stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
         with warehouse.connect() as con:
@@ -158,13 +151,5 @@ def _finishing_asset(n: int, solve_layer, lower_layer):
     return layer_finishing_asset
 
 
-def _build() -> list:
-    out, lower = [], None
-    for solve_asset, n in zip(LAYER_ASSETS, LAYERS):
-        lower = _finishing_asset(n, solve_asset, lower)
-        out.append(lower)
-    return out
-
-
-FINISHING_ASSETS = _build()
+FINISHING_ASSETS = per_layer_chain(_finishing_asset)
 """finishing_2p … finishing_5p: each layer's asset needs its layer solved and the layers below it finished."""

@@ -8,7 +8,7 @@ player count report that they do not apply.
 """
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from assets.models import game_states
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names
@@ -143,10 +143,7 @@ def _layer_asset(n: int, previous):
     def layer(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()
         if n > cfg.players:
-            checks = [dg.AssetCheckResult(check_name=c, passed=True, metadata={"skipped": f"game has {cfg.players} players"})
-                      for c in LAYER_CHECKS]
-            return dg.MaterializeResult(metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
-                                        check_results=checks)
+            return skipped_layer(cfg, LAYER_CHECKS)
         t0 = time.perf_counter()
         tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:
@@ -192,3 +189,18 @@ def _build():
 
 
 LAYER_ASSETS = _build()
+
+
+LAYER_FIRST = {"dagster/priority": "1"}
+"""Op tags of the assets that follow a layer's solve (finishing probabilities, ex post): Dagster
+runs a ready step of higher priority first, so each runs as soon as its layer is solved, before the
+next layer's solve, and a build stopped in its 5-player solve has the smaller layers' results."""
+
+
+def per_layer_chain(make: Callable[[int, list], dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
+    """One asset per layer from ``make(n, deps)``, where deps are the layer's solve and the same
+    asset of the layer below (its successors' results)."""
+    out: list[dg.AssetsDefinition] = []
+    for solve_asset, n in zip(LAYER_ASSETS, LAYERS):
+        out.append(make(n, [solve_asset, *out[-1:]]))
+    return out
