@@ -310,11 +310,13 @@ _add(Table(
 _add(Table(
     "ex_post", "Summary of the ex post check per game and profile: the start state and all states.",
     (GAME, _c("profile", "VARCHAR", "see `nemesis_values`"),
-     _c("start_mean_gain", "DOUBLE", "mean nemesis gain over the start state's positions, $"),
+     _c("start_mean_gain", "DOUBLE", "mean nemesis gain over the start state's positions, $ (null until the "
+                                     "start state's layer is checked)"),
      _c("start_max_gain", "DOUBLE", "largest nemesis gain over the start state's positions, $"),
      _c("start_mean_roi_pct", "DOUBLE", "start_mean_gain / fair share (prize pool / players) × 100, %"),
      _c("start_max_roi_pct", "DOUBLE", "start_max_gain / fair share × 100, %"),
-     _c("all_mean_gain", "DOUBLE", "mean gain over every (state, position) of every layer, $"),
+     _c("all_mean_gain", "DOUBLE", "mean gain over every (state, position) of every layer checked, $ (a build "
+                                   "under way may have checked the smaller layers only)"),
      _c("all_max_gain", "DOUBLE", "largest gain over every (state, position), $"),
      _c("pairs", "BIGINT", "(state, position) pairs checked")),
     key=(), kind="view",
