@@ -432,6 +432,10 @@ def test_finishing_probabilities_resume_by_layer_and_check_the_stored_equilibriu
     assert killed.calls == 1  # the 3-player layer only: the 2-player one was kept
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(straight, con.execute(query).df())
+    compiled, compile_layer = [], finishing.compile_layer  # a rebuild reads every layer back, no hand trees built
+    monkeypatch.setattr(finishing, "compile_layer", lambda *a: compiled.append(a))
+    assert dg.materialize(finishing.FINISHING_ASSETS, resources=resources).success and compiled == []
+    monkeypatch.setattr(finishing, "compile_layer", compile_layer)
     with duckdb.connect(str(warehouse)) as con:
         con.execute("UPDATE equilibrium_values SET value = value + 0.01 WHERE game = 'tiny' AND players = 3 "
                     "AND state_id = 0 AND position = 0")
