@@ -89,19 +89,19 @@ def nemesis_frame(result: dict, values: dict[int, np.ndarray]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int,
-                         profile: str = PROFILE) -> dict[int, np.ndarray]:
-    """The nemesis values ($, states × positions) of ``profile`` in every layer below n, from
+def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int) -> dict[int, np.ndarray]:
+    """The equilibrium's nemesis values ($, states × positions) in every layer below n, from
     `nemesis_values`: the values an outcome of an n-player hand hands the nemesis on to."""
     out = {}
     for k in range(2, n):
         df = con.execute("SELECT state_id, position, nemesis_value FROM nemesis_values "
-                         "WHERE game = ? AND profile = ? AND players = ?", [cfg.name, profile, k]).df()
-        if len(df) != k * n_states(cfg.units, k):
+                         "WHERE game = ? AND profile = ? AND players = ?", [cfg.name, PROFILE, k]).df()
+        m = n_states(cfg.units, k)
+        if len(df) != k * m:
             raise dg.Failure(f"ex_post_{n}p: the {k}-player layer's nemesis values are not in the warehouse "
-                             f"({len(df)} of {k * n_states(cfg.units, k)} rows); materialize ex_post_{k}p first "
+                             f"({len(df)} of {k * m} rows); materialize ex_post_{k}p first "
                              f"(this layer's nemesis goes on into it)")
-        W = np.zeros((n_states(cfg.units, k), k))
+        W = np.zeros((m, k))
         W[df["state_id"], df["position"]] = df["nemesis_value"]
         out[k] = W
     return out

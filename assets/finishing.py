@@ -110,10 +110,10 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
         with warehouse.connect() as con:
             done = UnitCheckpoint(cache_dir("finishing", game_key(cfg)),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
-            kept = con.execute("SELECT count(*) FROM finishing WHERE game = ? AND players = ?",
-                               [cfg.name, n]).fetchone()[0]
-            missing = [k for k in range(2, n) if not con.execute(
-                "SELECT count(*) FROM finishing WHERE game = ? AND players = ?", [cfg.name, k]).fetchone()[0]]
+            rows_by_layer = dict(con.execute("SELECT players, count(*) FROM finishing WHERE game = ? AND players <= ? "
+                                             "GROUP BY players", [cfg.name, n]).fetchall())
+            kept = rows_by_layer.get(n, 0)
+            missing = [k for k in range(2, n) if k not in rows_by_layer]
             if missing:
                 raise dg.Failure(f"{name}: the {missing[0]}-player layer's finishing probabilities are not in the "
                                  f"warehouse; materialize finishing_{missing[0]}p first (they are this layer's "
