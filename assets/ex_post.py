@@ -15,9 +15,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
+from assets.resources import GameResource, WarehouseResource, cache_dir, skipped_layer
 from assets.resume import UnitCheckpoint, game_key, rows_digest
-from assets.solve import LAYER_FIRST, equilibrium_tensors, per_layer_chain, read_layer_table
+from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
 from engine.solve_progress import nemesis_log_line
@@ -119,13 +119,11 @@ def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
 def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
     name = f"ex_post_{n}p"
 
-    @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              op_tags=LAYER_FIRST,
-              check_specs=blocking_checks(name, CHECKS),
-              description=f"Tournament exploitability of the equilibrium in the {n}-player layer: a nemesis "
-                          f"best-responds over the whole remaining tournament (policy iteration over state × seat, "
-                          f"on into the smaller layers' nemesis values). Table `nemesis_values`, summary view "
-                          f"`ex_post`.")
+    @per_layer_asset(name, deps, CHECKS,
+                     f"Tournament exploitability of the equilibrium in the {n}-player layer: a nemesis "
+                     f"best-responds over the whole remaining tournament (policy iteration over state × seat, "
+                     f"on into the smaller layers' nemesis values). Table `nemesis_values`, summary view "
+                     f"`ex_post`.")
     def layer_ex_post(context: dg.AssetExecutionContext, game: GameResource,
                       warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
+from assets.resources import GameResource, WarehouseResource, cache_dir, skipped_layer
 from assets.resume import UnitCheckpoint, game_key
-from assets.solve import LAYER_FIRST, equilibrium_tensors, lower_layers, per_layer_chain
+from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
 from engine.profile_outcomes import outcome_probabilities
@@ -93,13 +93,11 @@ def _shown_state(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int) -> int
 def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
     name = f"finishing_{n}p"
 
-    @dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps,
-              op_tags=LAYER_FIRST,
-              check_specs=blocking_checks(name, CHECKS),
-              description=f"The equilibrium's finishing probabilities of the {n}-player layer (SPEC §6): for every "
-                          f"(state, position) the probability of each place, by the policy evaluation of the stored "
-                          f"strategies with unit prize vectors. Table `finishing`. Checks that they give back the "
-                          f"solve's values.")
+    @per_layer_asset(name, deps, CHECKS,
+                     f"The equilibrium's finishing probabilities of the {n}-player layer (SPEC §6): for every "
+                     f"(state, position) the probability of each place, by the policy evaluation of the stored "
+                     f"strategies with unit prize vectors. Table `finishing`. Checks that they give back the "
+                     f"solve's values.")
     def layer_finishing_asset(context: dg.AssetExecutionContext, game: GameResource,
                               warehouse: WarehouseResource) -> dg.MaterializeResult:
         cfg = game.config()

@@ -197,6 +197,13 @@ runs a ready step of higher priority first, so each runs as soon as its layer is
 next layer's solve, and a build stopped in its 5-player solve has the smaller layers' results."""
 
 
+def per_layer_asset(name: str, deps: list, checks: dict[str, str], description: str) -> Callable:
+    """The ``@dg.asset`` decorator of an asset that follows a layer's solve: group "equilibrium",
+    :data:`LAYER_FIRST` priority, and ``checks`` (name → what it asserts) as blocking checks."""
+    return dg.asset(name=name, group_name="equilibrium", kinds={"numba", "duckdb"}, deps=deps, op_tags=LAYER_FIRST,
+                    check_specs=blocking_checks(name, checks), description=description)
+
+
 def per_layer_chain(make: Callable[[int, list], dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
     """One asset per layer from ``make(n, deps)``, where deps are the layer's solve and the same
     asset of the layer below (its successors' results)."""
