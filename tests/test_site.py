@@ -159,6 +159,26 @@ def test_warehouse_page_lists_every_table(tiny_build):
             assert col.name in html
 
 
+def test_warehouse_page_example_queries_return_rows_for_the_built_game(tiny_build):
+    """The examples name the game's own showdown tables and start state (a sampled game has no
+    rows under 'exact'), so each one a reader copies returns rows."""
+    import html as html_lib
+
+    import duckdb
+
+    from sitegen.pages import example_queries, game_info
+
+    page = html_lib.unescape(re.sub(r"<[^>]+>", "", (tiny_build["site"] / "warehouse.html").read_text()))
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    game = con.execute("SELECT game FROM games").fetchone()[0]
+    queries = example_queries(game, game_info(con, game))
+    assert len(queries) == 3
+    for title, sql in queries:
+        assert title in page
+        assert sql.splitlines()[1] in page  # the WHERE line, with this game's names
+        assert con.execute(sql).fetchall(), title
+
+
 def test_equity_page_shows_the_warehouse_numbers(tiny_build):
     import duckdb
 

@@ -323,17 +323,22 @@ WHERE p.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] ORD
 """
 
 
-EXAMPLE_QUERIES = [
-    ("Heads-up equity of AKs against every pair",
-     "SELECT versus, round(p_win, 4) AS p_win FROM pair_equities\nWHERE rollout = 'exact' AND hand = 'AKs' AND versus IN "
-     "(SELECT label FROM hand_classes WHERE kind = 'pair')\nORDER BY p_win;"),
-    ("Who wins AA vs KK vs QQ, and how often each finishing order happens",
-     "SELECT * FROM rollout_triples\nWHERE rollout = 'exact' AND (a, b, c) = (0, 14, 28);  -- AA = 0, KK = 14, QQ = 28 (see hand_classes)"),
-    ("ICM payoffs next to Weitzman and Roberts for the start state",
-     "SELECT p.position, s.positions[p.position + 1] AS seat, p.model, round(p.payoff, 3) AS payoff\n"
-     "FROM model_payoffs p JOIN states s USING (game, players, state_id)\n"
-     "WHERE p.game = 'quick' AND s.stacks = [2, 2, 2, 2, 2]\nORDER BY p.position, p.model;"),
-]
+def example_queries(game: str, cfg: dict) -> list[tuple[str, str]]:
+    """(title, SQL) of the warehouse page's examples, written for this game: its own showdown tables
+    (exact or sampled, by its config) and its start state, so that each query returns rows."""
+    start = ", ".join(map(str, cfg["start"]))
+    return [
+        ("Heads-up equity of AKs against every pair",
+         f"SELECT versus, round(p_win, 4) AS p_win FROM pair_equities\nWHERE rollout = '{cfg['pairs_id']}' "
+         f"AND hand = 'AKs' AND versus IN (SELECT label FROM hand_classes WHERE kind = 'pair')\nORDER BY p_win;"),
+        ("Who wins AA vs KK vs QQ, and how often each finishing order happens",
+         f"SELECT * FROM rollout_triples\nWHERE rollout = '{cfg['triples_id']}' AND (a, b, c) = (0, 14, 28);"
+         f"  -- AA = 0, KK = 14, QQ = 28 (see hand_classes)"),
+        ("ICM payoffs next to Weitzman and Roberts for the start state",
+         "SELECT p.position, s.positions[p.position + 1] AS seat, p.model, round(p.payoff, 3) AS payoff\n"
+         "FROM model_payoffs p JOIN states s USING (game, players, state_id)\n"
+         f"WHERE p.game = '{game}' AND s.stacks = [{start}]\nORDER BY p.position, p.model;"),
+    ]
 
 
 def warehouse_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
@@ -358,7 +363,7 @@ BB = 2), prizes and payoffs in $, probabilities in [0, 1].
 
 ## Example queries
 """]
-    for title, sql in EXAMPLE_QUERIES:
+    for title, sql in example_queries(game, game_info(con, game)):
         parts.append(f"**{title}**\n{query_block(sql)}")
     counts = {}
     for name, t in TABLES.items():
