@@ -208,13 +208,15 @@ _add(Table(
     "nemesis_values",
     "Ex post check (SPEC §6): for a strategy profile, the value of a single 'nemesis' player who best-responds "
     "over the whole remaining tournament while everybody else keeps the profile, per (state, position). "
-    "gain = nemesis_value − profile_value is the profile's tournament exploitability there.",
+    "gain = nemesis_value − profile_value is the profile's tournament exploitability there. The equilibrium's "
+    "rows are written layer by layer, as each layer is checked (`ex_post_2p` … `ex_post_5p`); a model's rows, "
+    "all its layers at once (`ex_post_models`).",
     (GAME, _c("profile", "VARCHAR", "whose strategies the others play: 'equilibrium' (or a model's name)"),
      PLAYERS, STATE, POSITION,
      _c("profile_value", "DOUBLE", "the position's expected prize under the profile, $"),
      _c("nemesis_value", "DOUBLE", "the expected prize of the nemesis in that position, $"),
      _c("gain", "DOUBLE", "nemesis_value − profile_value, $ (≥ 0)")),
-    key=("game", "profile")))
+    key=("game", "profile", "players")))
 
 
 _add(Table(
@@ -435,7 +437,7 @@ _add(Table(
       WITH v AS (
         SELECT game, depth, players, state_id, position, value FROM fgs_values
         UNION ALL
-        SELECT game, 0, players, state_id, position, payoff FROM model_payoffs WHERE model = 'harville')
+        SELECT game, 0::SMALLINT, players, state_id, position, payoff FROM model_payoffs WHERE model = 'harville')
       SELECT a.game, a.depth, a.players, max(abs(a.value - b.value)) AS max_abs_move,
              avg(abs(a.value - b.value)) AS mean_abs_move, count(*) AS pairs
       FROM v a JOIN v b ON b.game = a.game AND b.depth = a.depth - 1 AND b.players = a.players
