@@ -134,7 +134,7 @@ def bench_triples_exact(n_rows: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = f"usage: ./lab bench rollout [{'|'.join(COMMANDS)}] [N]"
+    usage = f"usage: ./lab bench rollout {{{'|'.join(COMMANDS)}}} [N]"
     if args[:1] in (["-h"], ["--help"]):
         print(f"{usage}\n\n{__doc__.strip()}")
         return 0

@@ -42,7 +42,8 @@ class GameConfig:
         units: total chips in small-blind units.
         payouts: prize in $ for 1st, 2nd, …; places beyond the list pay 0.
         gamma: per-hand equilibrium target ε in $.
-        start: start stacks in acting order (defaults to equal stacks when they divide evenly).
+        start: start stacks in acting order (default: as equal as possible, the remainder spread from the
+            first position on, :func:`equal_start`).
         rollout_pairs / rollout_triples: 'exact' or 'sampled' showdown tables.
         rollout_samples: boards per matchup in sampled mode.
         rollout_seed: seed of the sampled tables.

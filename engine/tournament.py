@@ -55,7 +55,8 @@ ProgressFn = Callable[[dict], None]
 
 @dataclass
 class LayerSolution:
-    """The solved layer: per state its strategy (average CFR+ profile), values and quality."""
+    """The solved layer: per state its strategy (the CFR+ profile its last solve certified, else the
+    average profile), values and quality."""
 
     players: int
     stacks: np.ndarray  # (m, n) units, acting order

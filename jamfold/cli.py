@@ -373,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_showdown)
 
     r = sub.add_parser("rollout", help="build the pair and triple tables into the warehouse, with a progress bar")
-    r.add_argument("--exact", action="store_true", help="enumerate every board (triples take about an hour on 2 cores)")
+    r.add_argument("--exact", action="store_true",
+                   help="enumerate every board (the triple table takes about 10–16 minutes on 2 cores)")
     r.add_argument("--samples", type=int, metavar="N", help="boards per matchup, sampled")
     r.add_argument("--seed", type=int, default=1, help="random seed of the sampled boards (default 1)")
     r.add_argument("--kind", choices=("pairs", "triples", "all"), default="all", help="which table (default all)")
