@@ -115,8 +115,11 @@ def _validate(cfg: GameConfig) -> None:
     if not _is_int(cfg.units) or not cfg.players <= cfg.units <= MAX_UNITS:
         raise ConfigError("units", f"must be a whole number from players ({cfg.players}) to {MAX_UNITS}", cfg.units)
     p = cfg.payouts
-    if not isinstance(p, tuple) or len(p) == 0 or not all(_is_number(x) for x in p):
+    if not isinstance(p, tuple) or len(p) == 0 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                          for x in p):
         raise ConfigError("payouts", "must be a non-empty list of numbers", p)
+    if not all(math.isfinite(x) for x in p) or not math.isfinite(sum(p)):
+        raise ConfigError("payouts", "must be finite numbers, with a finite sum ($)", list(p))
     if any(x < 0 for x in p):
         raise ConfigError("payouts", "must not be negative", list(p))
     if any(p[i] < p[i + 1] for i in range(len(p) - 1)):
@@ -204,7 +207,7 @@ def _as_tuple(name: str, value: Any) -> tuple:
 
 def profile(profile_name: str, /, **overrides: Any) -> GameConfig:
     """A named profile ('quick', 'gs08', 'thesis'), optionally with fields overridden."""
-    if profile_name not in PROFILES:
+    if not isinstance(profile_name, str) or profile_name not in PROFILES:
         raise ConfigError("profile", f"unknown profile; choose one of {', '.join(PROFILES)} or give a config file",
                           profile_name)
     values = {**PROFILES[profile_name], "name": profile_name, **overrides}
@@ -214,15 +217,34 @@ def profile(profile_name: str, /, **overrides: Any) -> GameConfig:
 def load_config(path: str | Path) -> GameConfig:
     """Read a TOML game config. A ``profile = "…"`` key starts from that profile."""
     p = Path(path)
+    if not str(path).strip():
+        raise ConfigError("config", "is empty: give the path of a TOML file", str(path))
+    if p.is_dir():
+        raise ConfigError("config", "is a folder, not a TOML file", str(p))
     if not p.is_file():
         raise ConfigError("config", "file not found", str(p))
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError("config", "is not a UTF-8 text file (a TOML game config is)", str(p)) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("config", f"is not valid TOML: {exc}", str(p)) from None
     base = data.pop("profile", None)
+    named = "name" in data
     data.setdefault("name", p.stem.lower().replace(" ", "-"))
-    return profile(base, **data) if base else make_config(**data)
+    try:
+        cfg = profile(base, **data) if base is not None else make_config(**data)
+    except ConfigError as exc:
+        if exc.field == "name" and not named:
+            raise ConfigError("name", f"{exc.rule}; it was taken from the file name: set name = \"…\" in the file",
+                              exc.value) from None
+        raise
+    if cfg.name in PROFILES and cfg != profile(cfg.name):
+        how = "name" if named else "file name"
+        raise ConfigError("name", f"'{cfg.name}' (the config's {how}) is a built-in profile's name, and the config "
+                                  f"differs from that profile: its results would replace the profile's in the "
+                                  f"warehouse, so give it another name", cfg.name)
+    return cfg
 
 
 def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:

@@ -27,6 +27,8 @@ def test_quick_uses_sampled_triples_with_recorded_id():
     (dict(payouts=(50, -1)), "payouts"),
     (dict(payouts=()), "payouts"),
     (dict(payouts=("a", 1)), "payouts"),
+    (dict(payouts=(float("nan"),)), "payouts"),
+    (dict(payouts=(1e308, 1e308)), "payouts"),  # each finite, the prize pool not
     (dict(players=1), "players"),
     (dict(players=6), "players"),
     (dict(players=2.5), "players"),
@@ -101,3 +103,49 @@ def test_checkpoints_do_not_depend_on_analysis_fields():
     base = profile("quick")
     assert profile("quick", fgs_depth=5, simulation_tournaments=5000, simulation_seed=9).solve_key() == base.solve_key()
     assert profile("quick", gamma=1e-4).solve_key() != base.solve_key()
+
+
+def test_load_config_rejects_what_is_not_a_utf8_toml_file(tmp_path):
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00garbage\x80\n")
+    with pytest.raises(ConfigError, match="config: is not a UTF-8 text file"):
+        load_config(binary)
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="config: is a folder"):
+        load_config(folder)
+    with pytest.raises(ConfigError, match="config: is empty"):
+        load_config("")
+    listed = tmp_path / "listed.toml"
+    for value in ('["quick"]', "{ a = 1 }", '""'):
+        listed.write_text(f"profile = {value}\n")
+        with pytest.raises(ConfigError, match="profile: unknown profile"):
+            load_config(listed)
+
+
+def test_a_name_taken_from_the_file_name_says_so(tmp_path):
+    path = tmp_path / "Game(1).toml"
+    path.write_text("players = 2\nunits = 10\npayouts = [1]\n")
+    with pytest.raises(ConfigError, match=r"^name: .*taken from the file name") as info:
+        load_config(path)
+    assert info.value.value == "game(1)"
+    path.write_text('name = "Game(1)"\nplayers = 2\nunits = 10\npayouts = [1]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "file name" not in str(info.value)  # the user wrote this one
+
+
+def test_a_config_may_not_take_a_profiles_name_with_other_fields(tmp_path):
+    """Its rows would replace the profile's results in the warehouse (they are keyed by name)."""
+    by_file = tmp_path / "quick.toml"
+    by_file.write_text("players = 2\nunits = 10\npayouts = [1]\n")
+    with pytest.raises(ConfigError, match=r"^name: 'quick' \(the config's file name\) is a built-in profile's"):
+        load_config(by_file)
+    by_name = tmp_path / "mine.toml"
+    by_name.write_text('name = "thesis"\nprofile = "thesis"\ngamma = 0.01\n')
+    with pytest.raises(ConfigError, match=r"^name: 'thesis' \(the config's name\)"):
+        load_config(by_name)
+    by_name.write_text('name = "thesis"\nprofile = "thesis"\n')  # the profile itself, spelled out: fine
+    assert load_config(by_name) == profile("thesis")
+    by_file.write_text('profile = "quick"\n')
+    assert load_config(by_file) == profile("quick")
