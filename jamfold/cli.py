@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -57,6 +58,8 @@ def cmd_equity(args: argparse.Namespace) -> None:
         raise UsageError(f"--payouts: must be non-increasing (got {' '.join(args.payouts)})")
     if len(payouts) > len(stacks):
         raise UsageError(f"--payouts: pays {len(payouts)} places but there are only {len(stacks)} players")
+    if sum(payouts) <= 0:
+        raise UsageError(f"--payouts: must pay a positive prize pool (got {' '.join(args.payouts)})")
     P = equity_models.finishing_matrix(args.model, stacks)
     v = equity_models.payoffs(P, payouts)
     if args.json:
@@ -159,11 +162,11 @@ def cmd_site(args: argparse.Namespace) -> None:
     from sitegen.build import build_site
     from warehouse import db
 
-    cfg = load_config(args.config) if args.config else profile(args.profile)
-    path = Path(args.warehouse) if args.warehouse else db.warehouse_path()
+    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
+    path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            how = f"--config {args.config}" if args.config else f"--profile {args.profile}"
+            how = f"--config {args.config}" if args.config is not None else f"--profile {args.profile}"
             raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
                              f"(build it first: ./lab build {how})")
     site = build_site(cfg.name, path, build_dir())
@@ -173,6 +176,9 @@ def cmd_site(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- build
 def cmd_build(args: argparse.Namespace) -> None:
     cfg = _config_from_args(args)
+    from warehouse import db
+
+    db.connect(args.warehouse).close()  # a bad or busy warehouse fails now, before Dagster loads
     repo = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
@@ -192,14 +198,13 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.model_ex_post import ex_post_models
     from assets.simulation import simulations
     from assets.solve import LAYER_ASSETS
-    from warehouse import db
 
-    db.connect(args.warehouse).close()
     cfg_file = ""
-    if args.config or _has_overrides(args):
+    if args.config is not None or _has_overrides(args):
         cfg_file = str(_write_config(cfg, repo))
     resources = {"game": GameResource(profile=args.profile, config_file=cfg_file),
-                 "warehouse": WarehouseResource(path=str(args.warehouse or db.warehouse_path()))}
+                 "warehouse": WarehouseResource(path=str(db.warehouse_path() if args.warehouse is None
+                                                         else args.warehouse))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
     sweeps = [model_strategies, fgs_strategies, ex_post_models, simulations]
@@ -250,7 +255,7 @@ _OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "sim
 def _config_from_args(args: argparse.Namespace):
     from engine.config import load_config, profile, with_overrides
 
-    cfg = load_config(args.config) if args.config else profile(args.profile)
+    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
     return with_overrides(cfg, **{k: getattr(args, k) for k in _OVERRIDES})
 
 
@@ -271,7 +276,7 @@ def cmd_state(args: argparse.Namespace) -> None:
     from engine.config import load_config, position_names, profile
     from warehouse import db
 
-    cfg = load_config(args.config) if args.config else profile(args.profile)
+    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
     stacks = _whole_stacks(args.stacks, cfg)
     n = len(stacks)
     with db.session(args.warehouse, read_only=True) as con:
@@ -279,7 +284,7 @@ def cmd_state(args: argparse.Namespace) -> None:
                           [cfg.name, n, stacks]).fetchone()
         if row is None:
             raise UsageError(f"--stacks: game '{cfg.name}' is not built in the warehouse (run ./lab build "
-                             f"{'--config ' + args.config if args.config else '--profile ' + args.profile})")
+                             f"{'--config ' + args.config if args.config is not None else '--profile ' + args.profile})")
         sid = row[0]
         eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
                                         "ORDER BY position", [cfg.name, n, sid]).fetchall()]
@@ -345,6 +350,10 @@ def _whole_stacks(values: list[str], cfg) -> list[int]:
 WAREHOUSE_HELP = "DuckDB file (default warehouse/lab.duckdb)"
 
 
+NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf$|infinity$|nan$)", re.IGNORECASE)
+"""What a command line value that argparse must not read as an option starts with."""
+
+
 class _Subcommands:
     """Adds subcommands whose one-line help (the `jamfold --help` listing) is also their own
     `jamfold COMMAND --help` description, so neither page is left without it."""
@@ -353,7 +362,12 @@ class _Subcommands:
         self._action = action
 
     def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:
-        return self._action.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+        parser = self._action.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+        # argparse takes '-1e-3' and '-inf' for options (it knows only '-1' and '-0.5' as numbers), so
+        # `--gamma -1e-3` would say "expected one argument" instead of the rule that value breaks. No
+        # option here starts with a digit, '.' or "inf"/"nan", so all of these are values.
+        parser._negative_number_matcher = NEGATIVE_NUMBER
+        return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -436,7 +450,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("jamfold: interrupted; finished work is kept", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as exc:  # friendly one-liners for environment problems
-        from warehouse.db import WarehouseBusy
+        from warehouse.db import WarehouseBusy, WarehouseUnusable
+        if isinstance(exc, WarehouseUnusable):  # a bad --warehouse / JAMFOLD_WAREHOUSE: usage
+            _fail(str(exc))
         if isinstance(exc, WarehouseBusy):
             print(f"jamfold: error: {exc}", file=sys.stderr)
             raise SystemExit(1) from None

@@ -71,12 +71,42 @@ def test_equity_human_output(capsys):
     (["build", "--profile", "quick", "--players", "7"], "players: must be a whole number from 2 to 5"),
     (["site", "--profile", "nope"], "profile: unknown profile"),
     (["site", "--profile", "gs08", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
+    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "0", "0"], "--payouts: must pay a positive"),
+    # negative numbers in exponent or infinity form are values, so their rule is named (argparse alone
+    # would take them for options and say "expected one argument")
+    (["equity", "--model", "harville", "--stacks", "10", "-1e3", "--payouts", "1"], "--stacks: every value must be"),
+    (["build", "--profile", "quick", "--gamma", "-1e-3"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--gamma", "-inf"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--payouts", "50", "-1e1"], "payouts: must not be negative"),
+    (["state", "--profile", "quick", "--stacks", "2", "2", "2", "6", "-2e0"], "--stacks: '-2e0' is not a whole number"),
+    (["build", "--profile", "quick", "--payouts", "nan"], "payouts: must be finite numbers"),
+    (["build", "--config", ""], "config: is empty"),
+    (["state", "--config", "", "--stacks", "2", "2", "2", "2", "2"], "config: is empty"),
 ])
 def test_bad_input_exits_2_with_message(capsys, argv, needle):
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert needle in err
     assert "Traceback" not in err
+
+
+def test_a_warehouse_path_that_is_no_lab_warehouse_exits_2_naming_it(capsys, tmp_path):
+    import duckdb
+
+    text = tmp_path / "text.duckdb"
+    text.write_text("hello\n")
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    cases = [(text, "cannot be opened as a DuckDB file"), (tmp_path, "is a folder"),
+             (empty, "without the lab's tables")]
+    for path, needle in cases:
+        for argv in (["state", "--stacks", "2", "2", "2", "2", "2"], ["site"], ["build", "--profile", "quick"]):
+            if argv[0] == "build" and path == empty:
+                continue  # a build writes its tables into an empty DuckDB file
+            code, _, err = run(capsys, *argv, "--warehouse", str(path))
+            assert code == 2, (argv, path, err)
+            assert f"warehouse: {path}" in err and needle in err and "Traceback" not in err
+    assert text.read_text() == "hello\n"  # left as it was
 
 
 def test_showdown_pair_json_equals_table_row_function(capsys):

@@ -32,6 +32,11 @@ class WarehouseBusy(RuntimeError):
     """Another process holds the warehouse file."""
 
 
+class WarehouseUnusable(ValueError):
+    """The warehouse path names something that is not a DuckDB file, or (read-only) a DuckDB file
+    without the lab's tables: a bad ``--warehouse`` or ``JAMFOLD_WAREHOUSE``, not a passing state."""
+
+
 def warehouse_path() -> Path:
     """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo."""
     return Path(os.environ.get("JAMFOLD_WAREHOUSE", DEFAULT_PATH))
@@ -40,6 +45,9 @@ def warehouse_path() -> Path:
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating schema when writable), retrying a held lock for ``wait_s`` seconds."""
     path = Path(path) if path is not None else warehouse_path()
+    if path.is_dir():
+        raise WarehouseUnusable(f"warehouse: {path} is a folder; give the path of a DuckDB file "
+                                f"(--warehouse or JAMFOLD_WAREHOUSE)")
     if read_only and not path.exists():
         raise FileNotFoundError(f"no warehouse at {path}: build it first (see README)")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +58,8 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
             break
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
-                raise
+                raise WarehouseUnusable(f"warehouse: {path} cannot be opened as a DuckDB file "
+                                        f"({str(exc).splitlines()[0]})") from None
             if time.monotonic() >= deadline:
                 holder = re.search(r"held in (.*?)\(PID (\d+)\)", str(exc))
                 who = f"{holder.group(1).strip()} (PID {holder.group(2)})" if holder else "another process"
@@ -60,6 +69,10 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
             time.sleep(0.5)
     if not read_only:
         ensure_schema(con)
+    elif con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'games'").fetchone()[0] == 0:
+        con.close()
+        raise WarehouseUnusable(f"warehouse: {path} is a DuckDB file without the lab's tables; build a game into it "
+                                f"first (see README) or give another --warehouse")
     return con
 
 
