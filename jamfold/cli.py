@@ -116,18 +116,18 @@ def cmd_showdown(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- rollout
 def cmd_rollout(args: argparse.Namespace) -> None:
+    if args.exact == (args.samples is not None):  # checked before the imports below (seconds)
+        raise UsageError("rollout: give exactly one of --exact or --samples N")
+    if args.samples is not None and args.samples < 1:
+        raise UsageError(f"--samples: must be a whole number ≥ 1 (got {args.samples})")
+    if args.seed < 0:
+        raise UsageError(f"--seed: must be ≥ 0 (got {args.seed})")
     from tqdm import tqdm
 
     from assets.rollout import write_pair_table, write_triple_table
     from engine import rollout
     from warehouse import db
 
-    if args.exact == (args.samples is not None):
-        raise UsageError("rollout: give exactly one of --exact or --samples N")
-    if args.samples is not None and args.samples < 1:
-        raise UsageError(f"--samples: must be a whole number ≥ 1 (got {args.samples})")
-    if args.seed < 0:
-        raise UsageError(f"--seed: must be ≥ 0 (got {args.seed})")
     mode = "exact" if args.exact else "sampled"
     rollout_id = "exact" if args.exact else f"sampled-{args.samples}-seed{args.seed}"
     kinds = ["pairs", "triples"] if args.kind == "all" else [args.kind]
@@ -157,12 +157,13 @@ def cmd_rollout(args: argparse.Namespace) -> None:
 def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
-    from assets.resources import build_dir
     from engine.config import load_config, profile
+
+    cfg = load_config(args.config) if args.config is not None else profile(args.profile)  # before the imports below
+    from assets.resources import build_dir
     from sitegen.build import build_site
     from warehouse import db
 
-    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
     path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
