@@ -153,13 +153,23 @@ def cmd_rollout(args: argparse.Namespace) -> None:
               f"{table.wall_s:.1f} s → {db.warehouse_path() if args.warehouse is None else args.warehouse} (rollout '{rollout_id}')")
 
 
+def _game_config(args: argparse.Namespace):
+    """The game the command names: its --config file, else its --profile."""
+    from engine.config import load_config, profile
+
+    return load_config(args.config) if args.config is not None else profile(args.profile)
+
+
+def _game_flag(args: argparse.Namespace) -> str:
+    """How the command named its game (`--config FILE` or `--profile NAME`), for messages."""
+    return f"--config {args.config}" if args.config is not None else f"--profile {args.profile}"
+
+
 # ---------------------------------------------------------------- site
 def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
-    from engine.config import load_config, profile
-
-    cfg = load_config(args.config) if args.config is not None else profile(args.profile)  # before the imports below
+    cfg = _game_config(args)  # before the imports below
     from assets.resources import build_dir
     from sitegen.build import build_site
     from warehouse import db
@@ -167,7 +177,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            how = f"--config {args.config}" if args.config is not None else f"--profile {args.profile}"
+            how = _game_flag(args)
             raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
                              f"(build it first: ./lab build {how})")
     site = build_site(cfg.name, path, build_dir())
@@ -254,10 +264,9 @@ _OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "sim
 
 
 def _config_from_args(args: argparse.Namespace):
-    from engine.config import load_config, profile, with_overrides
+    from engine.config import with_overrides
 
-    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
-    return with_overrides(cfg, **{k: getattr(args, k) for k in _OVERRIDES})
+    return with_overrides(_game_config(args), **{k: getattr(args, k) for k in _OVERRIDES})
 
 
 def _write_config(cfg, repo: Path) -> Path:
@@ -274,10 +283,10 @@ def _write_config(cfg, repo: Path) -> Path:
 # ---------------------------------------------------------------- state
 def cmd_state(args: argparse.Namespace) -> None:
     from engine.cards import CLASS_COMBO_COUNT, class_label, range_string
-    from engine.config import load_config, position_names, profile
+    from engine.config import position_names
     from warehouse import db
 
-    cfg = load_config(args.config) if args.config is not None else profile(args.profile)
+    cfg = _game_config(args)
     stacks = _whole_stacks(args.stacks, cfg)
     n = len(stacks)
     with db.session(args.warehouse, read_only=True) as con:
@@ -285,7 +294,7 @@ def cmd_state(args: argparse.Namespace) -> None:
                           [cfg.name, n, stacks]).fetchone()
         if row is None:
             raise UsageError(f"--stacks: game '{cfg.name}' is not built in the warehouse (run ./lab build "
-                             f"{'--config ' + args.config if args.config is not None else '--profile ' + args.profile})")
+                             f"{_game_flag(args)})")
         sid = row[0]
         eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
                                         "ORDER BY position", [cfg.name, n, sid]).fetchall()]
