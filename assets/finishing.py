@@ -35,8 +35,9 @@ from engine.states import n_states
 from warehouse import db
 
 CHECKS = {
-    "finishing_probabilities_sum_to_1": "over the places of every (state, position) and over the positions of every "
-                                        "(state, place), within 1e-6",
+    "finishing_probabilities_sum_to_1": "every (state, position, place) has a probability, and they sum to 1 over the "
+                                        "places of every (state, position) and over the positions of every (state, "
+                                        "place), within 1e-6",
     "finishing_gives_back_the_values": "Σ place probability × payout equals the stored equilibrium value of every "
                                        "(state, position) within 1e-6 $: the warehouse's strategies are the solve's",
 }
@@ -51,34 +52,42 @@ def finishing_rows(fin: np.ndarray) -> pd.DataFrame:
                          "probability": fin.ravel()[keep]})
 
 
-def _errors(con, cfg: GameConfig, n: int) -> tuple[float, float]:
+def _errors(con, cfg: GameConfig, n: int) -> tuple[float, float, int, int]:
     """(largest |Σ − 1| over the places of a (state, position) and over the positions of a (state,
-    place), largest |Σ_q P(place q)·payout_q − equilibrium value| in $) over the n-player layer."""
-    sums = con.execute("""
-        SELECT coalesce(max(abs(s - 1)), 0) FROM (
+    place), largest |Σ_q P(place q)·payout_q − equilibrium value| in $, the non-NULL probabilities,
+    the (state, position) pairs compared with a value) over the n-player layer. The counts tell a
+    complete layer (states × n × n probabilities, states × n pairs) from one with rows missing,
+    which the sums alone would not."""
+    sums, probabilities = con.execute("""
+        SELECT coalesce(max(abs(s - 1)), 0), (SELECT count(probability) FROM finishing WHERE game = ? AND players = ?)
+        FROM (
           SELECT sum(probability) s FROM finishing WHERE game = ? AND players = ? GROUP BY state_id, position
           UNION ALL
           SELECT sum(probability) FROM finishing WHERE game = ? AND players = ? GROUP BY state_id, place)""",
-                       [cfg.name, n, cfg.name, n]).fetchone()[0]
-    values = con.execute("""
-        SELECT coalesce(max(abs(f.paid - v.value)), 0) FROM (
+                                      [cfg.name, n] * 3).fetchone()
+    values, pairs = con.execute("""
+        SELECT coalesce(max(abs(f.paid - v.value)), 0), count(v.value) FROM (
           SELECT f.players, f.state_id, f.position,
                  sum(f.probability * coalesce(list_extract(g.payouts, f.place), 0)) AS paid
           FROM finishing f JOIN games g USING (game) WHERE f.game = ? AND f.players = ? GROUP BY ALL) f
         JOIN equilibrium_values v USING (players, state_id, position) WHERE v.game = ?""",
-                         [cfg.name, n, cfg.name]).fetchone()[0]
-    return float(sums), float(values)
+                                [cfg.name, n, cfg.name]).fetchone()
+    return float(sums), float(values), int(probabilities), int(pairs)
 
 
 def _check_results(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
-    sum_err, value_err = _errors(con, cfg, n)
+    sum_err, value_err, probabilities, pairs = _errors(con, cfg, n)
+    m = n_states(cfg.units, n)
     return [
-        dg.AssetCheckResult(check_name="finishing_probabilities_sum_to_1", passed=bool(sum_err <= 1e-6),
-                            metadata={"max_error": sum_err,
+        dg.AssetCheckResult(check_name="finishing_probabilities_sum_to_1",
+                            passed=bool(sum_err <= 1e-6 and probabilities == m * n * n),
+                            metadata={"max_error": sum_err, "probabilities": probabilities,
+                                      "expected_probabilities": m * n * n,
                                       "rule": "over the places of every (state, position) and over the positions "
                                               "of every (state, place)"}),
-        dg.AssetCheckResult(check_name="finishing_gives_back_the_values", passed=bool(value_err <= 1e-6),
-                            metadata={"max_error_usd": value_err,
+        dg.AssetCheckResult(check_name="finishing_gives_back_the_values",
+                            passed=bool(value_err <= 1e-6 and pairs == m * n),
+                            metadata={"max_error_usd": value_err, "pairs_compared": pairs, "expected_pairs": m * n,
                                       "rule": "Σ_place P(place)·payout = the equilibrium value, every (state, position)"}),
     ]
 

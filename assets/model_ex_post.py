@@ -17,7 +17,7 @@ import numpy as np
 from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_names, model_strategies, strategies_fingerprint
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
@@ -27,11 +27,18 @@ from engine.solve_progress import nemesis_log_line, outcome_log_line
 from engine.layers import compile_game
 from warehouse import db
 
+CHECKS = {
+    "nemesis_at_least_profile": "for every model, the nemesis gains at least 0 over the profile in every (state, seat) "
+                                "(within 1e-8 $)",
+    "policy_iteration_converged": "for every model, the nemesis' values solve his Bellman equation (largest residual "
+                                  "within 1e-8 $)",
+    "profile_values_sum_to_open_prizes": "for every model, the profile's exact values of every state sum to the "
+                                         "prizes of the places still open (within 1e-6 $)",
+}
+
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies, fgs_strategies, *EX_POST_ASSETS],
-          check_specs=[dg.AssetCheckSpec("nemesis_at_least_profile", asset="ex_post_models", blocking=True,
-                                         description="for every model, the nemesis gains at least 0 over the profile in "
-                                                     "every (state, seat) (within 1e-8 $)")],
+          check_specs=blocking_checks("ex_post_models", CHECKS),
           description="Ex post check of every model's strategy profile (SPEC §7.5): the profile's exact values when "
                       "everybody plays it, and a nemesis best-responding over the whole tournament. Rows in "
                       "`nemesis_values` with profile = model; summary in the `ex_post` view.")
@@ -41,21 +48,23 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
     stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
-    min_gain = np.inf
+    min_gain, residual, value_err = np.inf, 0.0, 0.0
     rows = 0
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
     with warehouse.connect() as con:
         fingerprint = strategies_fingerprint(con, cfg)
     done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
     for model in model_names(cfg):
-        if done.load(model) is not None:
+        record = done.load(model)
+        if record is not None and "value_error" in record:  # (records before the convergence checks: check again)
             with warehouse.connect() as con:
                 count, low, mean, high = con.execute(
                     "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
                     [cfg.name, model]).fetchone()
-            if count:
+            if count == record["rows"]:
                 rows += count
                 min_gain = min(min_gain, float(low))
+                residual, value_err = max(residual, record["worst_residual"]), max(value_err, record["value_error"])
                 context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
                                  "against the same strategies)")
                 continue
@@ -74,15 +83,24 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                          progress=lambda event, model=model: context.log.info(nemesis_log_line(event, model)),
                          checkpoint=work)
         frame = nemesis_frame(result, V)
+        record = {"rows": len(frame), "worst_residual": max(log[-1]["bellman_residual"] for _, log in result.values()),
+                  "value_error": max(float(np.abs(V[n].sum(axis=1) - sum(cfg.payouts[:n])).max()) for n in V)}
         min_gain = min(min_gain, float(frame["gain"].min()))
+        residual, value_err = max(residual, record["worst_residual"]), max(value_err, record["value_error"])
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
-        done.save(model, {"rows": len(frame)})
+        done.save(model, record)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "rows": rows, "wall_s": round(time.perf_counter() - t0, 2),
                   "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
-        check_results=[dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
-                                           metadata={"min_gain_usd": min_gain})])
+        check_results=[
+            dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
+                                metadata={"min_gain_usd": float(min_gain)}),
+            dg.AssetCheckResult(check_name="policy_iteration_converged", passed=bool(residual <= 1e-8),
+                                metadata={"bellman_residual_usd": residual}),
+            dg.AssetCheckResult(check_name="profile_values_sum_to_open_prizes", passed=bool(value_err <= 1e-6),
+                                metadata={"max_error_usd": value_err}),
+        ])

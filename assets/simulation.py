@@ -16,7 +16,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.ex_post import read_strategies
+from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import model_names, strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
@@ -31,6 +31,8 @@ from warehouse import db
 CHECKS = {
     "equilibrium_matches_its_values": "the all-equilibrium table's simulated mean payoff is within 4 standard errors "
                                       "of the policy-evaluated start value, every position",
+    "every_tournament_finished": "every simulated tournament of the hero table ended (none stopped at the engine's "
+                                 "hand cap): each row's finishing distribution sums to 1 within 1e-9",
     "direct_match_payoffs_sum_to_prize_pool": "in every seating of every direct match the two sides' ROIs, weighted "
                                               "by their seats, sum to 0 (within 1e-6 %): the payoffs sum to the "
                                               "prize pool",
@@ -61,11 +63,13 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                      f"{time.perf_counter() - t0:.1f} s")
     names = position_names(cfg.players)
     T, seed = cfg.simulation_tournaments, cfg.simulation_seed
-    # each model's tournaments are a unit kept across an interrupt (same strategies, counts and seeds)
+    # each model's tournaments are a unit kept across an interrupt (same strategies, the equilibrium
+    # the others play included, counts and seeds)
     with warehouse.connect() as con:
-        fingerprint = strategies_fingerprint(con, cfg)
+        stamp = {"model_strategies": strategies_fingerprint(con, cfg),
+                 "equilibrium": equilibrium_fingerprint(con, cfg.name)}
     done = UnitCheckpoint(cache_dir("simulations", game_key(cfg)),
-                          {"model_strategies": fingerprint, "tournaments": T, "seed": seed, "start": list(cfg.start)})
+                          {**stamp, "tournaments": T, "seed": seed, "start": list(cfg.start)})
     rows, speeds = [], []
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
@@ -113,11 +117,16 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
                                  GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()
+    finish_err = float(max((abs(sum(r["finishing"]) - 1.0) for r in rows), default=1.0))
     checks = [
         dg.AssetCheckResult(check_name="equilibrium_matches_its_values", passed=bool(control_z <= 4.0),
                             metadata={"max_abs_z": control_z,
                                       "rule": "simulated mean payoff of the all-equilibrium table within 4 standard "
                                               "errors of the policy-evaluated start values, every position"}),
+        dg.AssetCheckResult(check_name="every_tournament_finished", passed=bool(finish_err <= 1e-9),
+                            metadata={"max_abs_finishing_sum_error": finish_err,
+                                      "rule": "a tournament stopped at the hand cap gives its players no place, so "
+                                              "the row's finishing distribution sums to less than 1"}),
         dg.AssetCheckResult(check_name="direct_match_payoffs_sum_to_prize_pool", passed=bool(sum_err <= 1e-6),
                             metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err}),
     ]

@@ -26,6 +26,7 @@ from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
+from engine.states import n_states
 from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
@@ -33,10 +34,10 @@ LAYERS = (2, 3, 4, 5)
 REOPEN_REMEDY = ("run the same build again: it reopens the layer and tries the states above gamma again with a "
                  "larger CFR+ iteration cap (engine.tournament.HELD_RETRIES)")
 LAYER_CHECKS = {
-    "values_sum_to_open_prizes": "every state's equilibrium values sum to the prizes of the places still open "
-                                 "(within 1e-6 $)",
+    "values_sum_to_open_prizes": "every state of the layer has a value for each position, and they sum to the "
+                                 "prizes of the places still open (within 1e-6 $)",
     "exploitability_within_gamma": "every state's hand is at most gamma $ exploitable under the layer's final "
-                                   "values (measured exactly); says how many states are over",
+                                   "values (measured exactly); says how many states are over or unmeasured",
 }
 
 
@@ -115,18 +116,26 @@ def write_layer(con: duckdb.DuckDBPyConnection, cfg: GameConfig, sol: LayerSolut
 
 
 def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
+    """The layer's invariants, read back from the warehouse. A state without its full rows fails
+    both checks: a check over missing rows would otherwise pass on nothing."""
     open_prize = float(sum(cfg.payouts[:n]))
-    err = con.execute("""SELECT coalesce(max(abs(s - ?)), 0) FROM (
-                           SELECT sum(value) s FROM equilibrium_values WHERE game = ? AND players = ? GROUP BY state_id)""",
-                      [open_prize, cfg.name, n]).fetchone()[0]
-    worst, over = con.execute("""SELECT coalesce(max(exploitability), 0), count(*) FILTER (WHERE exploitability > ?)
-                                 FROM state_quality WHERE game = ? AND players = ?""",
-                              [cfg.gamma, cfg.name, n]).fetchone()
+    m = n_states(cfg.units, n)
+    err, complete = con.execute("""SELECT coalesce(max(abs(s - ?)), 0), count(*) FILTER (WHERE c = ? AND state_id < ?)
+                                   FROM (SELECT state_id, sum(value) s, count(value) c FROM equilibrium_values
+                                         WHERE game = ? AND players = ? GROUP BY state_id)""",
+                                [open_prize, n, m, cfg.name, n]).fetchone()
+    worst, over, measured = con.execute(
+        """SELECT coalesce(max(exploitability), 0),
+                  count(*) FILTER (WHERE exploitability > ? OR exploitability IS NULL), count(DISTINCT state_id)
+           FROM state_quality WHERE game = ? AND players = ?""", [cfg.gamma, cfg.name, n]).fetchone()
+    over += m - measured  # a state with no measured exploitability is not within gamma
     return [
-        dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6),
-                            metadata={"max_error_usd": float(err), "open_prizes": open_prize}),
+        dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6 and complete == m),
+                            metadata={"max_error_usd": float(err), "open_prizes": open_prize,
+                                      "states_with_all_values": int(complete), "states": m}),
         dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
-                            metadata={"max_exploitability": float(worst), "gamma": cfg.gamma, "states_over": int(over),
+                            metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma,
+                                      "states_over": int(over), "states": m,
                                       **({"remedy": REOPEN_REMEDY} if over else {})}),
     ]
 

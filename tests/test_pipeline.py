@@ -25,7 +25,7 @@ def test_every_asset_check_says_what_it_checks():
     from assets.definitions import ALL_ASSETS
 
     specs = [spec for asset in ALL_ASSETS for spec in asset.check_specs]
-    assert len(specs) == 38
+    assert len(specs) == 41
     assert [spec.name for spec in specs if not (spec.description or "").strip()] == []
 
 
@@ -39,8 +39,9 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "values_sum_to_open_prizes", "exploitability_within_gamma", "finishing_probabilities_sum_to_1",
         "finishing_gives_back_the_values",
         "nemesis_at_least_profile", "policy_iteration_converged", "every_state_within_gamma",
-        "fgs_values_sum_to_open_prizes", "every_model_compared_everywhere", "finishing_by_stack_sums_to_1",
-        "equilibrium_matches_its_values", "direct_match_payoffs_sum_to_prize_pool"}
+        "fgs_values_sum_to_open_prizes", "profile_values_sum_to_open_prizes", "every_model_compared_everywhere",
+        "finishing_by_stack_sums_to_1",
+        "equilibrium_matches_its_values", "every_tournament_finished", "direct_match_payoffs_sum_to_prize_pool"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
 
@@ -64,8 +65,62 @@ def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, t
     check = {c.check_name: c for c in _check_layer(con, cfg, 3)}["exploitability_within_gamma"]
     assert not check.passed
     meta = {k: getattr(v, "value", v) for k, v in check.metadata.items()}
-    assert meta["states_over"] == 1 and meta["max_exploitability"] == pytest.approx(3 * cfg.gamma)
+    assert meta["states_over"] == 1 and meta["max_exploitability_usd"] == pytest.approx(3 * cfg.gamma)
     assert "run the same build again" in meta["remedy"]
+
+
+def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
+    """The layer checks count the states, so rows lost from the warehouse fail them instead of
+    passing on nothing: a state without values, a NULL exploitability, a state without one."""
+    import shutil
+
+    from assets.solve import _check_layer
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+
+    def checks() -> dict:
+        return {c.check_name: (c.passed, {k: getattr(v, "value", v) for k, v in c.metadata.items()})
+                for c in _check_layer(con, cfg, 3)}
+
+    assert checks()["values_sum_to_open_prizes"][0] and checks()["exploitability_within_gamma"][0]
+    con.execute("DELETE FROM equilibrium_values WHERE game = ? AND players = 3 AND state_id = 7 AND position = 2",
+                [cfg.name])
+    passed, meta = checks()["values_sum_to_open_prizes"]
+    assert not passed and meta["states_with_all_values"] == meta["states"] - 1 == n_states(6, 3) - 1
+    con.execute("UPDATE state_quality SET exploitability = NULL WHERE game = ? AND players = 3 AND state_id = 4",
+                [cfg.name])
+    assert checks()["exploitability_within_gamma"][0] is False
+    assert checks()["exploitability_within_gamma"][1]["states_over"] == 1
+    con.execute("DELETE FROM state_quality WHERE game = ? AND players = 3 AND state_id = 5", [cfg.name])
+    assert checks()["exploitability_within_gamma"][1]["states_over"] == 2
+    con.execute("DELETE FROM equilibrium_values WHERE game = ? AND players = 3", [cfg.name])
+    assert checks()["values_sum_to_open_prizes"][0] is False
+
+
+def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
+    """The finishing checks fail when a state's rows are missing altogether, which leaves every
+    remaining sum at 1 and every remaining value given back."""
+    import shutil
+
+    from assets.finishing import _check_results
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+    assert all(c.passed for c in _check_results(con, cfg, 3))
+    # every row of one state gone: the sums left are all 1 and the values left all given back
+    con.execute("DELETE FROM finishing WHERE game = ? AND players = 3 AND state_id = 2", [cfg.name])
+    checks = {c.check_name: c for c in _check_results(con, cfg, 3)}
+    meta = {k: getattr(v, "value", v) for k, v in checks["finishing_probabilities_sum_to_1"].metadata.items()}
+    assert meta["max_error"] < 1e-9 and meta["probabilities"] == meta["expected_probabilities"] - 9
+    assert not checks["finishing_probabilities_sum_to_1"].passed
+    assert not checks["finishing_gives_back_the_values"].passed
 
 
 def test_rollout_metadata_records_mode_and_precision(tiny_build):
@@ -577,7 +632,8 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
 
 def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path, monkeypatch):
     """simulations killed after two models' tournaments: the rerun plays only the others, with the
-    same seeds, and writes the tables a run never interrupted writes; a rebuild plays nothing."""
+    same seeds, and writes the tables a run never interrupted writes; a rebuild plays nothing, unless
+    the equilibrium the others play has changed."""
     import shutil
 
     import dagster as dg
@@ -594,13 +650,60 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
         resumed = [con.execute(q).df() for q in queries]
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
     assert played.calls == 1 + len(MODELS) - 2  # a rebuild plays nothing again
+    with duckdb.connect(str(warehouse)) as con:  # as if the equilibrium the others play had been solved again
+        con.execute("UPDATE state_quality SET cfr_iterations = cfr_iterations + 1 WHERE game = 'tiny' AND state_id = 0")
+    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    assert played.calls == 2 * (1 + len(MODELS)) - 2  # another equilibrium: every model played again
     shutil.rmtree(tmp_path / "cache" / "simulations")  # without the records: every model played afresh
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
-    assert played.calls == 2 * (1 + len(MODELS)) - 2
+    assert played.calls == 3 * (1 + len(MODELS)) - 2
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for q, before in zip(queries, resumed):
             pd.testing.assert_frame_equal(before, con.execute(q).df())
 
+
+
+def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_build, tmp_path, monkeypatch):
+    """With the engine's hand cap at 2 hands most tiny tournaments are stopped unfinished: their
+    players get no place and no prize, which `every_tournament_finished` and the direct matches'
+    prize-pool check both catch."""
+    import functools
+
+    import dagster as dg
+
+    import assets.simulation as simulation
+    import engine.simulation
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    monkeypatch.setattr(engine.simulation, "simulate", functools.partial(engine.simulation.simulate, max_hands=2))
+    result = dg.materialize([simulation.simulations], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["every_tournament_finished"].passed
+    assert checks["every_tournament_finished"].metadata["max_abs_finishing_sum_error"].value > 0.01
+    assert not checks["direct_match_payoffs_sum_to_prize_pool"].passed
+
+
+def test_model_profile_values_off_the_prize_money_fail_the_model_ex_post_check(tiny_build, tmp_path, monkeypatch):
+    """ex_post_models checks each model profile's exact values against the open prize money: values
+    shifted by a cent in one state fail it (the nemesis checks still pass)."""
+    import dagster as dg
+
+    import assets.model_ex_post as model_ex_post
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    real = model_ex_post.profile_values
+
+    def shifted(*args, **kwargs):
+        values = real(*args, **kwargs)
+        values[3][5, 0] += 0.01
+        return values
+
+    monkeypatch.setattr(model_ex_post, "profile_values", shifted)
+    result = dg.materialize([model_ex_post.ex_post_models], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["profile_values_sum_to_open_prizes"].passed
+    assert checks["profile_values_sum_to_open_prizes"].metadata["max_error_usd"].value == pytest.approx(0.01)
+    assert checks["policy_iteration_converged"].passed
 
 def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, tmp_path, monkeypatch):
     """The ex post assets again against an unchanged equilibrium: no policy iteration, the same rows
