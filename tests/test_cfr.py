@@ -36,10 +36,13 @@ RTOL = 1e-10
 
 
 @pytest.fixture(scope="module")
-def tensors():
-    pairs = build_pair_table("sampled", samples=2, seed=5)
-    triples = build_triple_table("sampled", samples=2, seed=5)
-    sd = showdown_tensors(pairs, triples)
+def tables():
+    return build_pair_table("sampled", samples=2, seed=5), build_triple_table("sampled", samples=2, seed=5)
+
+
+@pytest.fixture(scope="module")
+def tensors(tables):
+    sd = showdown_tensors(*tables)
     return SolverTensors(sd), CardModel(sd), sd
 
 
@@ -254,6 +257,43 @@ def test_tensors_are_consistent_deal_probabilities(tensors):
     dealt = sd.joint3 > 0
     np.testing.assert_allclose(sd.order3.sum(axis=0)[dealt], 1.0, atol=1e-12)
 
+
+
+def test_tensors_say_what_the_tables_say(tables, tensors):
+    """The tensors every solver, the reference and the simulator read are the rollout tables laid
+    out in deal order: win2 and order3 against the tables' own lookups (whose permutation rule and
+    probabilities test_rollout checks against brute force and an independent evaluator), in both
+    orders of every pair and in every order of sampled triples; the joint deal probabilities
+    against counts of card-disjoint combos. (Symmetries alone would pass a transposed win2 or a
+    permuted order3. These tables, 2 boards a matchup, are too coarse for poker sense: AA against 72o
+    may well read 0.5 here.)"""
+    from engine.cards import class_combos, parse_class
+    from engine.rollout import pair_lookup, triple_lookup
+    from engine.showdown import PAIR_DEALS, TRIPLE_DEALS
+
+    pairs, triples = tables
+    _, _, sd = tensors
+    expected = np.array([[pair_lookup(pairs, a, b)[1] if a != b else 0.5 for b in range(NC)] for a in range(NC)])
+    np.testing.assert_array_equal(sd.win2, expected)
+    aa, kk = parse_class("AA"), parse_class("72o")
+    rng = np.random.default_rng(3)
+    for x, y, z in [*rng.integers(0, NC, size=(300, 3)), (aa, aa, kk), (kk, aa, kk)]:
+        weight, p = triple_lookup(triples, x, y, z)
+        if weight == 0:
+            assert sd.joint3[x, y, z] == 0
+            continue
+        np.testing.assert_array_equal(sd.order3[:, x, y, z], p)
+
+    def disjoint(*combos) -> bool:
+        cards = [int(c) for combo in combos for c in combo]
+        return len(set(cards)) == len(cards)
+
+    for x, y, z in [(aa, aa, kk), (aa, kk, parse_class("AKs")), (parse_class("T9s"), parse_class("T9o"), aa),
+                    *rng.integers(0, NC, size=(20, 3))]:
+        X, Y, Z = class_combos(x), class_combos(y), class_combos(z)
+        assert sd.joint2[x, y] * PAIR_DEALS == pytest.approx(sum(disjoint(a, b) for a in X for b in Y), abs=1e-6)
+        assert sd.joint3[x, y, z] * TRIPLE_DEALS == pytest.approx(
+            sum(disjoint(a, b, c) for a in X for b in Y for c in Z), abs=1e-6)
 
 def test_reference_counterfactuals_are_slopes_of_its_values(tensors):
     """Self-check of the reference: a player's value is affine in each σ_h(c) with slope
