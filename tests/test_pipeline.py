@@ -161,10 +161,19 @@ def test_tables(tiny_build):
            WHERE p.game = 'tiny' AND p.model = 'weitzman' AND s.stacks = [1, 2, 3] GROUP BY s.stacks""").fetchone()
     expected = equity_models.payoffs(equity_models.weitzman(np.array(stacks, float)), [70, 30])
     assert np.allclose(payoffs, expected, atol=1e-12)
-    # pair_equities view: both orders, complementary
-    p1, p2 = con.execute("""SELECT (SELECT p_win FROM pair_equities WHERE hand = 'AA' AND versus = 'KK'),
-                                   (SELECT p_win FROM pair_equities WHERE hand = 'KK' AND versus = 'AA')""").fetchone()
-    assert p1 + p2 == pytest.approx(1)
+    # pair_equities view: both orders of every pair, each read as "hand beats versus" as the engine's
+    # lookup reads the same table (rebuilt here with the tiny build's boards and seed)
+    from engine.cards import parse_class
+    from engine.rollout import build_pair_table, pair_lookup
+
+    table = build_pair_table("sampled", samples=4, seed=3)
+    view = con.execute("SELECT hand, versus, x, y, weight, p_win FROM pair_equities").df()
+    assert len(view) == 169 * 169
+    for hand, versus in [("AA", "KK"), ("KK", "AA"), ("72o", "AKs"), ("T9s", "T9o"), ("QQ", "QQ")]:
+        row = view[(view["hand"] == hand) & (view["versus"] == versus)].iloc[0]
+        a, b = parse_class(hand), parse_class(versus)
+        assert (row["x"], row["y"]) == (a, b)
+        assert (row["weight"], row["p_win"]) == pair_lookup(table, a, b)
 
 
 def test_rematerialize_reuses_complete_tables(tiny_build):
