@@ -216,7 +216,8 @@ def phe_pair_estimate(a: int, b: int, n: int, seed: int) -> float:
     return score / n
 
 
-@pytest.mark.parametrize("labels", [("AKs", "QQ"), ("72o", "32s"), ("JTs", "99"), ("A5s", "KQo")])
+@pytest.mark.parametrize("labels", [("AKs", "QQ"), ("72o", "32s"), ("JTs", "99"), ("A5s", "KQo"),
+                                    ("AKo", "AKs")])  # the last chops most boards: ties split evenly
 def test_pair_rows_agree_with_phevaluator_monte_carlo(labels):
     a, b = cls(*labels)
     n = 8000
@@ -225,8 +226,12 @@ def test_pair_rows_agree_with_phevaluator_monte_carlo(labels):
     assert abs(est - p) < 4.5 * np.sqrt(p * (1 - p) / n)
 
 
-def test_triple_row_agrees_with_phevaluator_monte_carlo():
-    classes = cls("AKo", "QQ", "T9s")
+@pytest.mark.parametrize("labels", [("AKo", "QQ", "T9s"),
+                                    ("AKo", "AKo", "72o")])  # two hands that chop most boards: tie shares
+def test_triple_row_agrees_with_phevaluator_monte_carlo(labels):
+    """Finishing-order probabilities against a Monte Carlo with an independent evaluator, ties
+    split evenly over the orders they allow (SPEC §3)."""
+    classes = cls(*labels)
     _, p = ro.triple_matchup(*classes)
     rng = np.random.default_rng(5)
     deals = ordered_deals(classes)
