@@ -15,20 +15,22 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, max_sweep_exploitability, model_strategies,
+from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, sweep_checks, model_strategies,
                                    store_sweep, sweep_checkpoint_dir, sweep_logger)
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.solve import equilibrium_tensors
 from engine.config import GameConfig
+from engine.states import n_states
 from engine.model_strategies import Sweep, fgs_sweeps, model_values
 from engine.sweep_checkpoint import drop_solvers
 from engine.layers import compile_game
 from warehouse import db
 
 FGS_CHECKS = {
-    "every_state_within_gamma": "every state's hand solved to gamma $ at every FGS depth",
-    "fgs_values_sum_to_open_prizes": "every depth's values of every state sum to the prizes of the places still "
-                                     "open (within 1e-6 $)",
+    "every_state_within_gamma": "every state's hand solved to gamma $ at every FGS depth, every layer's sweep "
+                                "recorded in model_sweeps",
+    "fgs_values_sum_to_open_prizes": "every depth has a value for every (state, position), and a state's values sum "
+                                     "to the prizes of the places still open (within 1e-6 $)",
 }
 
 
@@ -44,14 +46,18 @@ def fgs_frame(values: list[dict[int, np.ndarray]]) -> pd.DataFrame:
         columns=["depth", "players", "state_id", "position", "value"])
 
 
-def _open_prize_error(con, cfg: GameConfig) -> float:
-    """Largest |Σ_positions vᵈ(s) − the prizes still open in s| over every depth and state, $."""
-    return float(con.execute(
-        """SELECT coalesce(max(abs(s - open_prize)), 0) FROM (
-             SELECT players, sum(value) s FROM fgs_values WHERE game = ? GROUP BY depth, players, state_id) t
+def _open_prize_error(con, cfg: GameConfig) -> tuple[float, int]:
+    """(largest |Σ_positions vᵈ(s) − the prizes still open in s| over every depth and state, $; the
+    (depth, state) pairs with a value for every position), the count telling a complete table from
+    one with rows missing."""
+    err, complete = con.execute(
+        """SELECT coalesce(max(abs(s - open_prize)), 0), count(*) FILTER (WHERE c = t.players) FROM (
+             SELECT players, sum(value) s, count(value) c FROM fgs_values WHERE game = ?
+             GROUP BY depth, players, state_id) t
            JOIN (SELECT unnest(range(2, ?)) AS players) p USING (players)
            CROSS JOIN LATERAL (SELECT list_sum(g.payouts[1:t.players]) AS open_prize FROM games g WHERE g.game = ?)""",
-        [cfg.name, cfg.players + 1, cfg.name]).fetchone()[0])
+        [cfg.name, cfg.players + 1, cfg.name]).fetchone()
+    return float(err), int(complete)
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies],
@@ -95,24 +101,26 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         context.log.info("fgs_depth = 0: no FGS model")
     with warehouse.connect() as con:
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
-        worst = max_sweep_exploitability(con, cfg, labels)
-        err = _open_prize_error(con, cfg)
+        sweep_check, quality, preview = sweep_checks(con, cfg, labels)
+        err, complete = _open_prize_error(con, cfg)
+        expected = cfg.fgs_depth * sum(n_states(cfg.units, n) for n in range(2, cfg.players + 1))
         moves = {f"FGS-{d}": round(float(move), 6) for d, move in con.execute(
             "SELECT depth, max_abs_move FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth",
             [cfg.name]).fetchall()}
     for label, move in moves.items():
         context.log.info(f"{label}: values moved by up to {move:.4g} $ from the depth before (view fgs_value_moves)")
     checks = [
-        dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
-                            metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma}),
-        dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes", passed=bool(err <= 1e-6),
-                            metadata={"max_error_usd": err}),
+        sweep_check,
+        dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes",
+                            passed=bool(err <= 1e-6 and complete == expected),
+                            metadata={"max_error_usd": err, "depth_state_pairs": complete,
+                                      "expected_pairs": expected}),
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
                   "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
                   "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
-                  "max_value_move_usd": moves,
+                  "max_value_move_usd": moves, **quality,
                   "layers_read_back": read_back,
-                  "wall_s": round(time.perf_counter() - t0, 2)},
+                  "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
         check_results=checks)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from assets.models import equity_model_tables
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
 from assets.resume import game_key, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.config import GameConfig
@@ -34,6 +34,7 @@ from engine.model_strategies import Sweep, equilibrium_solvers, model_values, so
 from engine.solve_progress import sweep_log_line
 from engine.sweep_checkpoint import drop_solvers, sweep_saved
 from engine.layers import compile_game
+from engine.states import n_states
 from warehouse import db
 
 
@@ -130,15 +131,31 @@ def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors: SolverT
     return sweep, warm_start
 
 
-def max_sweep_exploitability(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]) -> float:
-    """The largest exploitability ($) of any state in the sweeps of ``models``."""
-    return float(con.execute("SELECT coalesce(max(max_exploitability), 0) FROM model_sweeps WHERE game = ? AND "
-                             "list_contains(?, model)", [cfg.name, models]).fetchone()[0])
+def sweep_checks(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]
+                 ) -> tuple[dg.AssetCheckResult, dict, str]:
+    """The `every_state_within_gamma` check of the sweeps of ``models`` (the largest exploitability
+    in `model_sweeps`, $, and every (model, layer) present with all its states: a sweep missing from
+    the table fails it rather than passing on nothing), the metadata it adds to the asset, and a
+    markdown preview of those sweeps."""
+    sweeps = con.execute("""SELECT model, players, states, cfr_iterations, max_exploitability,
+                                   round(wall_s, 1) AS wall_s
+                            FROM model_sweeps WHERE game = ? AND list_contains(?, model)
+                            ORDER BY list_position(?, model), players""", [cfg.name, models, models]).df()
+    found = {(m, int(n)): int(k) for m, n, k in zip(sweeps["model"], sweeps["players"], sweeps["states"])}
+    missing = [f"{m} {n}p" for m in models for n in range(2, cfg.players + 1)
+               if found.get((m, n)) != n_states(cfg.units, n)]
+    worst = float(sweeps["max_exploitability"].max()) if len(sweeps) else 0.0  # (none expected, or all missing)
+    check = dg.AssetCheckResult(
+        check_name="every_state_within_gamma", passed=bool(not missing and worst <= cfg.gamma),
+        metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma,
+                  **({"sweeps_missing_or_incomplete": missing} if missing else {})})
+    return check, {"max_exploitability_usd": worst}, db.frame_markdown(sweeps)
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[equity_model_tables, *LAYER_ASSETS],
-          check_specs=[dg.AssetCheckSpec("every_state_within_gamma", asset="model_strategies", blocking=True,
-                                         description="every state's hand solved to gamma $ in every model's sweep")],
+          check_specs=blocking_checks("model_strategies", {
+              "every_state_within_gamma": "every state's hand solved to gamma $ in every model's sweep, every layer's "
+                                          "sweep recorded in model_sweeps"}),
           description="The ICM family's strategy profiles (SPEC §7.1): every state's hand solved with CFR+ to gamma "
                       "with successors valued by Harville, Weitzman or Roberts. Tables `model_nodes`, "
                       "`model_sweeps`; view `model_jam`. Harville's solvers stay in the sweep checkpoint for "
@@ -171,13 +188,12 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     if cfg.fgs_depth == 0:
         drop_solvers(folder)  # no FGS sweep continues Harville's; the results stay for a rebuild to read back
     with warehouse.connect() as con:
-        worst = max_sweep_exploitability(con, cfg, list(MODELS))
+        check, quality, preview = sweep_checks(con, cfg, list(MODELS))
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": list(MODELS), **{f"rows_{k}": v for k, v in rows.items()},
                   "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
                   "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
-                  "warm_start": warm_start,
+                  **quality, "warm_start": warm_start,
                   "layers_read_back": read_back,  # sweep layers finished before an interrupt
-                  "wall_s": round(time.perf_counter() - t0, 2)},
-        check_results=[dg.AssetCheckResult(check_name="every_state_within_gamma", passed=bool(worst <= cfg.gamma),
-                                           metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma})])
+                  "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
+        check_results=[check])

@@ -676,6 +676,33 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
 
 
+
+def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_path):
+    """`every_state_within_gamma` of the model assets fails for a sweep missing from model_sweeps (it
+    passed on the sweeps present), and `fgs_values_sum_to_open_prizes` for a state whose FGS values
+    are missing; the sweeps' preview lists them in model order."""
+    import shutil
+
+    from assets.fgs import _open_prize_error
+    from assets.model_analysis import sweep_checks
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+    check, quality, preview = sweep_checks(con, cfg, ["harville", "weitzman", "roberts"])
+    assert check.passed and 0 < quality["max_exploitability_usd"] <= cfg.gamma
+    assert [line.split("|")[1].strip() for line in preview.splitlines()[2:]] == \
+        ["harville", "harville", "weitzman", "weitzman", "roberts", "roberts"]
+    con.execute("DELETE FROM model_sweeps WHERE game = ? AND model = 'weitzman' AND players = 3", [cfg.name])
+    check, _, _ = sweep_checks(con, cfg, ["harville", "weitzman", "roberts"])
+    assert not check.passed and check.metadata["sweeps_missing_or_incomplete"].value == ["weitzman 3p"]
+    err, complete = _open_prize_error(con, cfg)
+    assert err < 1e-9 and complete == cfg.fgs_depth * (n_states(6, 2) + n_states(6, 3))
+    con.execute("DELETE FROM fgs_values WHERE game = ? AND depth = 2 AND players = 3 AND state_id = 1", [cfg.name])
+    assert _open_prize_error(con, cfg)[1] == complete - 1
+
 def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_build, tmp_path, monkeypatch):
     """With the engine's hand cap at 2 hands most tiny tournaments are stopped unfinished: their
     players get no place and no prize, which `every_tournament_finished` and the direct matches'
