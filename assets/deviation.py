@@ -101,7 +101,9 @@ def deviation_statistics(context: dg.AssetExecutionContext, config: DeviationCon
                                                                 AND equilibrium IS NOT NULL)
                                        FROM model_values WHERE game = ? GROUP BY model""", [cfg.name]).fetchall())
         fin_err, by_stack_rows = con.execute(
-            "SELECT coalesce(max(abs(list_sum(finishing) - 1)), 0), count(*) FROM deviation_by_stack WHERE game = ?",
+            # a stack without finishing probabilities (NULL from the view's LEFT JOIN) counts as a sum of 0
+            "SELECT coalesce(max(abs(coalesce(list_sum(finishing), 0) - 1)), 0), count(*) FROM deviation_by_stack "
+            "WHERE game = ?",
             [cfg.name]).fetchone()
         headline, by_players = _headline(con, cfg.name), _mapd_by_players(con, cfg.name)
         largest = _largest_deviations(con, cfg.name)

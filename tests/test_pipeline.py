@@ -440,6 +440,13 @@ def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, m
     assert not checks["every_model_compared_everywhere"].passed
     assert "FGS-2" in checks["every_model_compared_everywhere"].metadata["models_short"].data
     assert not checks["finishing_by_stack_sums_to_1"].passed
+    with duckdb.connect(str(warehouse)) as con:  # the sums right again, but a layer's probabilities gone
+        con.execute("UPDATE finishing SET probability = probability / 1.01 WHERE game = 'tiny' AND place = 1")
+        con.execute("DELETE FROM finishing WHERE game = 'tiny' AND players = 2")
+    result = dg.materialize([deviation_statistics], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["finishing_by_stack_sums_to_1"].passed
+    assert checks["finishing_by_stack_sums_to_1"].metadata["max_error"].value == 1.0
 
 
 def test_deviation_statistics_without_the_sweeps_expect_the_icm_family_and_the_stored_fgs_depths(
