@@ -14,6 +14,14 @@ def test_profiles_are_valid(name):
 def test_thesis_profile_matches_spec():
     cfg = profile("thesis")
     assert (cfg.players, cfg.units, cfg.payouts, cfg.gamma, cfg.start) == (5, 45, (50, 30, 20), 1e-4, (9, 9, 9, 9, 9))
+    assert cfg.fgs_depth == 10  # FGS-1 … 10
+    assert cfg.rollout_id("pairs") == cfg.rollout_id("triples") == "exact"
+
+
+def test_gs08_profile_matches_spec():
+    """SPEC §8: the Ganzfried–Sandholm 2008 game, 3 players, 45 units, 50/30/20 (issue #3: to gamma $0.0001)."""
+    cfg = profile("gs08")
+    assert (cfg.players, cfg.units, cfg.payouts, cfg.gamma) == (3, 45, (50, 30, 20), 1e-4)
     assert cfg.rollout_id("pairs") == cfg.rollout_id("triples") == "exact"
 
 
