@@ -196,6 +196,33 @@ def test_equity_page_shows_the_warehouse_numbers(tiny_build):
         assert payoff == equity_models.payoffs(P, [70, 30])[player]
 
 
+
+def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
+    """The showdown page's equity against a random hand, by its printed query, equals the solver's
+    (`engine.showdown`: opponents weighted by their ordered card-disjoint deals). Weighting by the
+    matchup weight, which counts both orders, once gave the mirror matchup half its share."""
+    import duckdb
+    import numpy as np
+
+    from engine.cards import parse_class
+    from engine.rollout import build_pair_table
+    from engine.showdown import ordered_pair_weights, win2_matrix
+    from sitegen.pages import VS_RANDOM_SQL
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    rollout = con.execute("SELECT rollout_pairs FROM games WHERE game = 'tiny'").fetchone()[0]
+    sql = VS_RANDOM_SQL.format(rollout=rollout)
+    import html as html_lib
+
+    page = html_lib.unescape(re.sub(r"<[^>]+>", "", (tiny_build["site"] / "showdown.html").read_text()))
+    assert "sum(p.deals * p.p_win) / sum(p.deals)" in page  # the query is printed on the page
+    got = {label: p for label, p in con.execute(f"SELECT label, p_vs_random FROM ({sql})").fetchall()}
+    W = ordered_pair_weights()
+    expected = (W * win2_matrix(build_pair_table("sampled", samples=4, seed=3))).sum(axis=1) / W.sum(axis=1)
+    assert len(got) == 169
+    np.testing.assert_allclose([got[label] for label in got], [expected[parse_class(label)] for label in got],
+                               rtol=0, atol=1e-12)
+
 def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 

@@ -285,14 +285,18 @@ _add(Table(
     "pair_equities", "rollout_pairs with labels, both orders: one row per ordered class pair (x, y).",
     (ROLLOUT, _c("hand", "VARCHAR", "label of x"), _c("versus", "VARCHAR", "label of y"),
      _c("x", "SMALLINT", "class id of x"), _c("y", "SMALLINT", "class id of y"),
-     _c("weight", "BIGINT", "deal weight of the matchup"),
+     _c("weight", "BIGINT", "deal weight of the unordered matchup {x, y} (rollout_pairs.weight: ordered deals of "
+                             "both orders when x ≠ y)"),
+     _c("deals", "BIGINT", "ordered deals of a hand of x then a hand of y (card-disjoint): weight / 2 when x ≠ y, "
+                           "weight when x = y; Σ over y of deals × p_win / Σ deals is x's P(win) against a random hand"),
      _c("p_win", "DOUBLE", "probability x beats y, ties split evenly")),
     key=(), kind="view",
     view_sql="""
-      SELECT r.rollout, ha.label AS hand, hb.label AS versus, r.a AS x, r.b AS y, r.weight, r.p_first_wins AS p_win
+      SELECT r.rollout, ha.label AS hand, hb.label AS versus, r.a AS x, r.b AS y, r.weight,
+             CASE WHEN r.a = r.b THEN r.weight ELSE r.weight // 2 END AS deals, r.p_first_wins AS p_win
       FROM rollout_pairs r JOIN hand_classes ha ON ha.class_id = r.a JOIN hand_classes hb ON hb.class_id = r.b
       UNION ALL
-      SELECT r.rollout, hb.label, ha.label, r.b, r.a, r.weight, 1 - r.p_first_wins
+      SELECT r.rollout, hb.label, ha.label, r.b, r.a, r.weight, r.weight // 2, 1 - r.p_first_wins
       FROM rollout_pairs r JOIN hand_classes ha ON ha.class_id = r.a JOIN hand_classes hb ON hb.class_id = r.b
       WHERE r.a <> r.b"""))
 

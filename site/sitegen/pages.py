@@ -44,6 +44,11 @@ def query_block(sql: str) -> str:
 
 
 HISTOGRAM_BINS = 40
+VS_RANDOM_SQL = """SELECT h.grid_row, h.grid_col, h.label, sum(p.deals * p.p_win) / sum(p.deals) AS p_vs_random
+FROM pair_equities p JOIN hand_classes h ON h.class_id = p.x
+WHERE p.rollout = '{rollout}' GROUP BY ALL ORDER BY p_vs_random DESC"""
+"""Each class's P(win) against a hand dealt at random from the rest of the deck: the opponent
+classes weighted by their ordered deals (`pair_equities.deals`)."""
 """Bins of the exploitability histograms, over the range of the log10 gains."""
 
 
@@ -195,15 +200,12 @@ def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     build = con.execute("SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables "
                         "WHERE rollout = ? AND kind = 'pairs'", [pairs_id]).df()
     notable = con.execute(
-        """SELECT hand, versus, round(p_win, 4) AS p_win, round(1 - p_win, 4) AS p_versus, weight AS deals
+        """SELECT hand, versus, round(p_win, 4) AS p_win, round(1 - p_win, 4) AS p_versus, weight
            FROM pair_equities WHERE rollout = ? AND (hand, versus) IN (SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))""",
         [pairs_id, [a for a, _ in NOTABLE_PAIRS], [b for _, b in NOTABLE_PAIRS]]).df()
     order = {p: i for i, p in enumerate(NOTABLE_PAIRS)}
     notable = notable.iloc[sorted(range(len(notable)), key=lambda i: order[(notable.hand.iat[i], notable.versus.iat[i])])]
-    vs_random = con.execute(
-        """SELECT h.grid_row, h.grid_col, h.label, sum(p.weight * p.p_win) / sum(p.weight) AS p_vs_random
-           FROM pair_equities p JOIN hand_classes h ON h.class_id = p.x WHERE p.rollout = ? GROUP BY ALL""",
-        [pairs_id]).df()
+    vs_random = con.execute(VS_RANDOM_SQL.format(rollout=pairs_id)).df()
     triples = _notable_triples(con, triples_id)
     heat = charts.pair_equity_heatmap(grid, labels)
     strength = charts.hand_strength_grid(vs_random, "p_vs_random", "Heads-up equity against a random hand",
@@ -227,12 +229,13 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 
 {site_table(notable)}
 
-`deals` counts the ordered, card-disjoint combo pairs of the multiset {{hand, versus}} — the weight
-of the matchup when both classes are dealt.
+`weight` counts the ordered, card-disjoint combo pairs of the multiset {{hand, versus}}, both orders
+(`pair_equities.deals` counts one order).
 
 ## Equity against a random hand
 
-{chart_html(strength, "vs-random", "Deal-weighted mean of the row above over all opponent classes.")}
+{chart_html(strength, "vs-random", "The row hand's P(win) against every class, weighted by its deals: the "
+                                    "first query below.")}
 
 ## Three-way all-ins (triple table `{triples_id}`)
 
@@ -244,6 +247,7 @@ orders of each class multiset a ≤ b ≤ c.
 ## Query it
 
 {query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
+{query_block(VS_RANDOM_SQL.format(rollout=pairs_id))}
 {query_block(f'''SELECT t.*, ha.label, hb.label, hc.label FROM rollout_triples t
 JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b JOIN hand_classes hc ON hc.class_id = t.c
 WHERE t.rollout = '{triples_id}' AND (ha.label, hb.label, hc.label) = ('AA', 'KK', 'QQ')''')}
