@@ -519,6 +519,22 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     matches = con.execute("""SELECT sum(tournaments) FROM direct_matches WHERE game = 'tiny' AND model_a = 'roberts'
                              AND model_b = 'harville'""").fetchone()[0]
     assert f"<td>{matches}</td>" in html
+    # the views behind the page's means, against numpy over the raw rows
+    fin, = con.execute("SELECT list(finishing ORDER BY hero_position) FROM simulation WHERE game = 'tiny' "
+                       "AND model = 'weitzman'").fetchone()
+    view = con.execute("SELECT mean_roi_pct, mean_roi_se_pct, finishing, seats FROM simulation_summary "
+                       "WHERE game = 'tiny' AND model = 'weitzman'").fetchone()
+    np.testing.assert_allclose(view[:2], [np.mean(roi), np.sqrt(np.sum(np.square(se))) / len(se)], rtol=1e-12)
+    np.testing.assert_allclose(view[2], np.mean(fin, axis=0), rtol=1e-12)
+    assert view[3] == len(roi) == 3
+    a, a_se, b_se = con.execute("""SELECT list(roi_a_pct), list(roi_a_se_pct), list(roi_b_se_pct) FROM direct_matches
+                                   WHERE game = 'tiny' AND model_a = 'FGS-1'""").fetchone()
+    view = con.execute("""SELECT mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_se_pct, seatings FROM direct_match_summary
+                          WHERE game = 'tiny' AND model_a = 'FGS-1' AND model_b = 'harville'""").fetchone()
+    np.testing.assert_allclose(view[:3], [np.mean(a), np.sqrt(np.sum(np.square(a_se))) / 6,
+                                          np.sqrt(np.sum(np.square(b_se))) / 6], rtol=1e-12)
+    assert view[3] == 2 ** 3 - 2
+    assert f"{view[0]:.4f}" in html
 
 
 def test_every_model_line_gets_its_own_colour():

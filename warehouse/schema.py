@@ -338,6 +338,50 @@ _add(Table(
 
 
 _add(Table(
+    "simulation_summary",
+    "`simulation` per game and model, over the hero's starting seats: the headline numbers of the Simulation page.",
+    (GAME, _c("model", "VARCHAR", "the hero's strategies (see `simulation`)"),
+     _c("seats", "BIGINT", "hero starting seats simulated"),
+     _c("mean_roi_pct", "DOUBLE", "mean of roi_pct over the seats, %"),
+     _c("mean_roi_se_pct", "DOUBLE", "its standard error, %: sqrt(Σ roi_se_pct²) / seats (the seats are "
+                                     "independent runs)"),
+     _c("finishing", "DOUBLE[]", "the hero's finishing frequencies averaged over the seats (list position = place)"),
+     _c("mean_hands", "DOUBLE", "hands per tournament, mean over the seats"),
+     _c("tournaments", "BIGINT", "tournaments played, all seats")),
+    key=(), kind="view",
+    view_sql="""
+      WITH places AS (
+        SELECT game, model, hero_position, generate_subscripts(finishing, 1) AS place, unnest(finishing) AS p
+        FROM simulation),
+      mean_places AS (
+        SELECT game, model, list(p ORDER BY place) AS finishing
+        FROM (SELECT game, model, place, avg(p) AS p FROM places GROUP BY game, model, place)
+        GROUP BY game, model)
+      SELECT s.game, s.model, count(*) AS seats, avg(s.roi_pct) AS mean_roi_pct,
+             sqrt(sum(s.roi_se_pct ^ 2)) / count(*) AS mean_roi_se_pct, any_value(m.finishing) AS finishing,
+             avg(s.mean_hands) AS mean_hands, sum(s.tournaments)::BIGINT AS tournaments
+      FROM simulation s JOIN mean_places m USING (game, model)
+      GROUP BY s.game, s.model"""))
+
+_add(Table(
+    "direct_match_summary",
+    "`direct_matches` per game and pair of models, over the seatings: the table of the Simulation page.",
+    (GAME, _c("model_a", "VARCHAR", "strategies of side A"), _c("model_b", "VARCHAR", "strategies of side B"),
+     _c("seatings", "BIGINT", "seatings played (2^players − 2)"),
+     _c("mean_roi_a_pct", "DOUBLE", "roi_a_pct averaged over the seatings, %"),
+     _c("mean_roi_a_se_pct", "DOUBLE", "its standard error, %: sqrt(Σ roi_a_se_pct²) / seatings (independent runs)"),
+     _c("mean_roi_b_pct", "DOUBLE", "roi_b_pct averaged over the seatings, %"),
+     _c("mean_roi_b_se_pct", "DOUBLE", "its standard error, %"),
+     _c("tournaments", "BIGINT", "tournaments played, all seatings")),
+    key=(), kind="view",
+    view_sql="""
+      SELECT game, model_a, model_b, count(*) AS seatings, avg(roi_a_pct) AS mean_roi_a_pct,
+             sqrt(sum(roi_a_se_pct ^ 2)) / count(*) AS mean_roi_a_se_pct, avg(roi_b_pct) AS mean_roi_b_pct,
+             sqrt(sum(roi_b_se_pct ^ 2)) / count(*) AS mean_roi_b_se_pct, sum(tournaments)::BIGINT AS tournaments
+      FROM direct_matches GROUP BY game, model_a, model_b"""))
+
+
+_add(Table(
     "model_values",
     "Every model's payoff for every (state, position) next to the equilibrium payoff (SPEC §7.3). Models: the "
     "ICM family from `model_payoffs` and FGS-d from `fgs_values`. `*_pa` columns are position-averaged: "

@@ -254,23 +254,23 @@ def simulation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     for m in models:
         for s in seats:
             table.loc[m, s] = f"{roi.loc[m, s]:+.3f} ± {roi_se.loc[m, s]:.3f}"
-    mean_roi = sim.groupby("model")["roi_pct"].mean().loc[models]
-    # the seats are independent runs, so the mean's standard error is sqrt(sum se²) / seats
-    mean_se = np.sqrt((roi_se ** 2).sum(axis=1)) / len(seats)
-    table.insert(0, "mean ROI % over seats", [f"{mean_roi[m]:+.3f} ± {mean_se[m]:.3f}" for m in models])
-    places = len(sim["finishing"].iloc[0])
-    fin = sim.groupby("model")["finishing"].apply(lambda col: np.mean(np.stack(col.to_numpy()), axis=0)).loc[models]
-    fin_table = pd.DataFrame(np.stack(fin.to_numpy()), index=models, columns=[f"P{q}" for q in range(1, places + 1)])
-    depth = sim.groupby("model", as_index=False)["roi_pct"].mean()
-    depth = depth[depth["model"].str.startswith("FGS") | (depth["model"] == "harville")]
-    depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
-    mapd = con.execute("""SELECT model, mapd_pct FROM deviation_summary WHERE game = ? AND averaging = 'plain'
-                          AND players IS NULL""", [game]).df()
-    depth = depth.merge(mapd, on="model").sort_values("depth")
-    matches = con.execute("""SELECT model_a, model_b, avg(roi_a_pct) AS mean_roi_a_pct, avg(roi_b_pct) AS mean_roi_b_pct,
-                                    sqrt(sum(roi_a_se_pct ^ 2)) / count(*) AS roi_a_se_pct, count(*) AS seatings,
-                                    sum(tournaments)::BIGINT AS tournaments
-                             FROM direct_matches WHERE game = ? GROUP BY ALL""", [game]).df()
+    summary_sql = f"SELECT * FROM simulation_summary WHERE game = '{game}'"
+    summary = con.execute(summary_sql).df().set_index("model").loc[models]
+    table.insert(0, "mean ROI % over seats", [f"{summary.loc[m, 'mean_roi_pct']:+.3f} ± "
+                                              f"{summary.loc[m, 'mean_roi_se_pct']:.3f}" for m in models])
+    places = len(summary["finishing"].iloc[0])
+    fin_table = pd.DataFrame(np.stack(summary["finishing"].to_numpy()), index=models,
+                             columns=[f"P{q}" for q in range(1, places + 1)])
+    depth_sql = f"""SELECT CASE WHEN s.model = 'harville' THEN 0 ELSE CAST(split_part(s.model, '-', 2) AS INTEGER) END
+         AS depth, s.mean_roi_pct AS roi_pct, d.mapd_pct
+FROM simulation_summary s JOIN deviation_summary d USING (game, model)
+WHERE s.game = '{game}' AND (s.model = 'harville' OR s.model LIKE 'FGS-%')
+  AND d.averaging = 'plain' AND d.players IS NULL ORDER BY depth"""
+    depth = con.execute(depth_sql).df()
+    matches_sql = f"""SELECT model_a, model_b, seatings, mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_pct, mean_roi_b_se_pct,
+       tournaments
+FROM direct_match_summary WHERE game = '{game}' ORDER BY model_b, model_a"""
+    matches = con.execute(matches_sql).df()
     T, hands = int(sim["tournaments"].iloc[0]), float(sim["mean_hands"].mean())
     start = ", ".join(map(str, cfg["start"]))
     return f"""# Simulation
@@ -299,14 +299,21 @@ FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
 
 ## Direct matches against Harville
 
-Each model against Harville (ICM) over all {2 ** cfg['players'] - 2} seatings of the start state;
-mean ROI of a player on each side, averaged over the seatings (the sides' ROIs weighted by their
-seat counts sum to zero in every seating).
+Each model (side A) against Harville (ICM, side B) over all {2 ** cfg['players'] - 2} seatings of the
+start state; mean ROI of a player on each side, averaged over the seatings, ± one standard error
+(the sides' ROIs weighted by their seat counts sum to zero in every seating).
 
 {site_table(matches, decimals=4)}
 
 ## Query it
 
+The ROI by seat (`simulation`), the means over the seats and the finishing distribution
+(`simulation_summary`), the FGS depth curve, the direct matches (`direct_match_summary`) and their
+seatings (`direct_matches`):
+
 {query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
+{query_block(summary_sql)}
+{query_block(depth_sql)}
+{query_block(matches_sql)}
 {query_block(f"SELECT * FROM direct_matches WHERE game = '{game}' ORDER BY model_a, a_players")}
 """
