@@ -21,38 +21,41 @@ def equilibrium_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     if not layers:
         return f"# Equilibrium\n\nNo layer of game `{game}` is solved in this warehouse yet (assets `solve_2p` … `solve_5p`).\n"
     units = cfg["units"]
-    eq = con.execute(
-        """SELECT v.players, s.stacks[v.position + 1] AS stack, avg(v.value) AS value
-           FROM equilibrium_values v JOIN states s USING (game, players, state_id) WHERE v.game = ? GROUP BY ALL""",
-        [game]).df().assign(series="equilibrium")
-    icm = con.execute(
-        """SELECT players, stack, avg(payoff) AS value FROM model_payoffs WHERE game = ? AND model = 'harville'
-           AND players IN (SELECT unnest(?::INTEGER[])) GROUP BY ALL""", [game, layers]).df().assign(series="harville")
-    prop = eq[["players", "stack"]].drop_duplicates().assign(
-        value=lambda d: d["stack"] / units * d["players"].map(lambda n: float(sum(cfg["payouts"][:n]))),
-        series="proportional")
-    by_stack = pd.concat([eq, icm, prop], ignore_index=True).sort_values(["players", "series", "stack"])
-    win = con.execute(
-        """SELECT f.players, s.stacks[f.position + 1] AS stack, avg(f.probability) AS p_win
-           FROM finishing f JOIN states s USING (game, players, state_id)
-           WHERE f.game = ? AND f.place = 1 GROUP BY ALL ORDER BY ALL""", [game]).df()
+    payoff_sql = f"""SELECT e.players, e.stack, e.equilibrium, m.harville,
+       e.stack / g.units * list_sum(g.payouts[1:e.players]) AS proportional
+FROM (SELECT v.game, v.players, s.stacks[v.position + 1] AS stack, avg(v.value) AS equilibrium
+      FROM equilibrium_values v JOIN states s USING (game, players, state_id)
+      WHERE v.game = '{game}' GROUP BY ALL) e
+JOIN games g USING (game)
+LEFT JOIN (SELECT players, stack, avg(payoff) AS harville FROM model_payoffs
+      WHERE game = '{game}' AND model = 'harville' GROUP BY ALL) m ON m.players = e.players AND m.stack = e.stack
+ORDER BY e.players, e.stack"""
+    payoffs = con.execute(payoff_sql).df()
+    by_stack = payoffs.melt(id_vars=["players", "stack"], value_vars=["equilibrium", "harville", "proportional"],
+                            var_name="series", value_name="value").dropna(subset=["value"])
+    by_stack = by_stack.sort_values(["players", "series", "stack"])
+    win_sql = f"""SELECT w.players, w.stack, w.p_win, w.stack / g.units AS proportional,
+       100 * (w.p_win - w.stack / g.units) / (w.stack / g.units) AS relative_difference_pct
+FROM (SELECT f.game, f.players, s.stacks[f.position + 1] AS stack, avg(f.probability) AS p_win
+      FROM finishing f JOIN states s USING (game, players, state_id)
+      WHERE f.game = '{game}' AND f.place = 1 GROUP BY ALL) w
+JOIN games g USING (game) ORDER BY w.players, w.stack"""
+    win = con.execute(win_sql).df()
     finished = set(win["players"].tolist()) & set(layers)
     win = win[win["players"].isin(finished)].copy()
     missing = [n for n in layers if n not in finished]
     not_yet = (f"Not computed yet for {', '.join(map(str, missing))} players: the finishing probabilities "
                f"(table `finishing`) come from the assets `finishing_2p` … `finishing_5p`, each of which runs "
                f"once its layer is solved.\n") if missing else ""
-    win["proportional"] = win["stack"] / units
-    win["relative_difference_pct"] = 100 * (win["p_win"] - win["proportional"]) / win["proportional"]
-    win_chart = pd.concat([
-        win[["players", "stack", "p_win"]].rename(columns={"p_win": "value"}).assign(series="equilibrium"),
-        win[["players", "stack", "proportional"]].rename(columns={"proportional": "value"}).assign(series="proportional")])
+    win_chart = win.melt(id_vars=["players", "stack"], value_vars=["p_win", "proportional"], var_name="series",
+                         value_name="value").replace({"series": {"p_win": "equilibrium"}})
+    finishing_sql = f"""SELECT f.players, s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
+FROM finishing f JOIN states s USING (game, players, state_id)
+WHERE f.game = '{game}' GROUP BY ALL ORDER BY ALL"""
+    finishing = con.execute(finishing_sql).df()
     fin_tables = []
     for n in sorted(finished):
-        fin = con.execute(
-            """SELECT s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
-               FROM finishing f JOIN states s USING (game, players, state_id)
-               WHERE f.game = ? AND f.players = ? GROUP BY ALL""", [game, n]).df()
+        fin = finishing[finishing["players"] == n]
         wide = fin.pivot_table(index="stack", columns="place", values="p").reset_index()
         wide.columns = ["stack", *[f"P{c}" for c in wide.columns[1:]]]
         fin_tables.append(f"**{n} players**\n\n{site_table(wide, decimals=3)}\n")
@@ -86,10 +89,16 @@ x / {units}; the table shows the largest layer and the relative difference in %.
 
 ## Query it
 
+The start state's equilibrium payoffs, then the three sections above in order: payoffs by stack
+(with ICM and the proportional payoff), winning probabilities by stack, finishing probabilities by
+stack (one row per place):
+
 {query_block(f'''SELECT s.stacks, s.positions, list(round(v.value, 4) ORDER BY v.position) AS equilibrium
 FROM equilibrium_values v JOIN states s USING (game, players, state_id)
 WHERE v.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] GROUP BY ALL''')}
-{query_block(f"SELECT * FROM finishing WHERE game = '{game}' AND players = {max(layers)} AND state_id = 0")}
+{query_block(payoff_sql)}
+{query_block(win_sql)}
+{query_block(finishing_sql)}
 """
 
 

@@ -99,11 +99,13 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     absolute = by_stack.rename(columns={"mean_abs_deviation": "value"})[["players", "stack", "series", "value"]]
     depth = plain[plain["model"].str.startswith("FGS") | (plain["model"] == "harville")].copy()
     depth["depth"] = depth["model"].map(lambda m: 0 if m == "harville" else int(m.split("-")[1]))
-    moves = con.execute("""SELECT 'FGS-' || depth AS model, max_abs_move AS max_move_usd, mean_abs_move AS mean_move_usd
-                           FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth""", [game]).df()
-    sweeps = con.execute("""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
-                                   max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
-                            FROM model_sweeps WHERE game = ? GROUP BY model""", [game]).df()
+    moves_sql = f"""SELECT 'FGS-' || depth AS model, max_abs_move, mean_abs_move
+FROM fgs_value_moves WHERE game = '{game}' AND players IS NULL ORDER BY depth"""
+    moves = con.execute(moves_sql).df()
+    sweeps_sql = f"""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
+       max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
+FROM model_sweeps WHERE game = '{game}' GROUP BY model"""
+    sweeps = con.execute(sweeps_sql).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
     pending = [f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1) if f"FGS-{d}" not in set(plain["model"])]
@@ -153,6 +155,12 @@ Mean |model − equilibrium| in $ for each stack size:
 {query_block(f"SELECT * FROM deviation_by_stack WHERE game = '{game}' AND players = {cfg['players']} ORDER BY model, stack")}
 {query_block(f'''SELECT model, stack, payoff, equilibrium, relative_deviation_pct FROM model_values
 WHERE game = '{game}' AND players = {cfg['players']} ORDER BY abs(relative_deviation_pct) DESC LIMIT 10''')}
+
+How far each FGS depth still moves the values (`fgs_value_moves`), and the model strategy solves
+summed over the layers (`model_sweeps`, one row per model and layer):
+
+{query_block(moves_sql)}
+{query_block(sweeps_sql)}
 """
 
 
@@ -165,8 +173,9 @@ def ex_post_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     profiles = ["equilibrium", *model_order([p for p in summary["profile"] if p != "equilibrium"])]
     summary = summary.set_index("profile").loc[[p for p in profiles if p in set(summary["profile"])]].reset_index()
     fair = float(sum(cfg["payouts"])) / cfg["players"]
-    by_layer = con.execute("""SELECT profile AS series, players, avg(gain) AS mean_gain, max(gain) AS max_gain
-                              FROM nemesis_values WHERE game = ? GROUP BY ALL ORDER BY ALL""", [game]).df()
+    by_layer_sql = f"""SELECT profile AS series, players, avg(gain) AS mean_gain, max(gain) AS max_gain
+FROM nemesis_values WHERE game = '{game}' GROUP BY ALL ORDER BY ALL"""
+    by_layer = con.execute(by_layer_sql).df()
     return f"""# Ex post: how exploitable is each profile?
 
 For the equilibrium and for every model's strategy profile, a single *nemesis* player
@@ -182,7 +191,10 @@ knows the model is wrong could win against a table that believes it.
 
 ## Query it
 
+The table (`ex_post`), the chart's gains per player count, and the largest gains:
+
 {query_block(f"SELECT * FROM ex_post WHERE game = '{game}' ORDER BY all_mean_gain")}
+{query_block(by_layer_sql)}
 {query_block(f'''SELECT profile, players, state_id, position, profile_value, nemesis_value, gain
 FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10''')}
 """
@@ -191,26 +203,28 @@ FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10''')}
 def model_ranges_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     start = list(cfg["start"])
-    grids = con.execute(
-        """WITH s AS (SELECT players, state_id, positions FROM states WHERE game = ? AND stacks = ?),
-           profiles AS (
-             SELECT 'equilibrium' AS model, j.players, j.state_id, j.node, j.class_id, j.jam_probability
-             FROM equilibrium_jam j JOIN s USING (players, state_id) WHERE j.game = ?
-             UNION ALL
-             SELECT m.model, m.players, m.state_id, m.node, m.class_id, m.jam_probability
-             FROM model_jam m JOIN s USING (players, state_id) WHERE m.game = ?)
-           SELECT b.model, b.node, e.actor_name || ' first in' AS node_name, h.grid_row, h.grid_col, h.label,
-                  h.combos, b.jam_probability
-           FROM profiles b JOIN equilibrium_nodes e ON e.game = ? AND e.players = b.players AND e.state_id = b.state_id
-                                               AND e.node = b.node
-           JOIN hand_classes h ON h.class_id = b.class_id
-           WHERE len(e.jammed_before) = 0""", [game, start, game, game, game]).df()
+    stacks = f"[{', '.join(map(str, start))}]"
+    grids_sql = f"""WITH s AS (SELECT players, state_id FROM states WHERE game = '{game}' AND stacks = {stacks}),
+profiles AS (
+  SELECT 'equilibrium' AS model, j.players, j.state_id, j.node, j.class_id, j.jam_probability
+  FROM equilibrium_jam j JOIN s USING (players, state_id) WHERE j.game = '{game}'
+  UNION ALL
+  SELECT m.model, m.players, m.state_id, m.node, m.class_id, m.jam_probability
+  FROM model_jam m JOIN s USING (players, state_id) WHERE m.game = '{game}')
+SELECT b.model, b.node, e.actor_name || ' first in' AS node_name, h.grid_row, h.grid_col, h.label,
+       h.combos, b.jam_probability
+FROM profiles b JOIN equilibrium_nodes e ON e.game = '{game}' AND e.players = b.players
+                                        AND e.state_id = b.state_id AND e.node = b.node
+JOIN hand_classes h ON h.class_id = b.class_id
+WHERE len(e.jammed_before) = 0"""
+    share_sql = f"""SELECT model, node, node_name, 100 * sum(combos * jam_probability) / 1326 AS jam_pct
+FROM ({grids_sql})
+GROUP BY model, node, node_name"""
+    grids = con.execute(grids_sql).df()
     if grids.empty or set(grids["model"]) == {"equilibrium"}:
         return "# Model ranges\n\nNo model strategies yet (assets `model_strategies`, `fgs_strategies`).\n"
     models = ["equilibrium", *model_order([m for m in grids["model"].unique() if m != "equilibrium"])]
-    share = (grids.assign(w=grids["combos"] * grids["jam_probability"])
-             .groupby(["model", "node", "node_name"], as_index=False)["w"].sum())
-    share["jam_pct"] = 100 * share["w"] / 1326
+    share = con.execute(share_sql).df()
     table = share.pivot_table(index="model", columns="node_name", values="jam_pct")
     table = table.loc[[m for m in models if m in table.index]]
     nodes = share.drop_duplicates("node").sort_values("node")["node_name"].tolist()
@@ -232,6 +246,11 @@ by the model). The table gives the share of all 1,326 hands jammed, in %.
 
 ## Query it
 
+The first-in nodes' jam probabilities of every model (the charts), the share of hands each jams
+(the table), and the hands where a model's play differs most from the equilibrium's:
+
+{query_block(grids_sql)}
+{query_block(share_sql)}
 {query_block(f'''SELECT m.model, m.node, m.label, m.jam_probability, e.jam_probability AS equilibrium
 FROM model_jam m JOIN equilibrium_jam e USING (game, players, state_id, node, class_id)
 JOIN states s USING (game, players, state_id)
