@@ -100,13 +100,13 @@ def hand_strength_grid(df: pd.DataFrame, value: str, title: str, legend: str) ->
     return (rect + text).properties(width=420, height=420)
 
 
-def payoff_vs_stack(df: pd.DataFrame, units: int, prize_pool: float) -> alt.Chart:
+def payoff_vs_stack(df: pd.DataFrame) -> alt.Chart:
     """Mean payoff ($) by stack (units) per model, with the chip-proportional line stack/units × pool.
 
-    ``df`` columns: model, stack, payoff (already averaged over states and positions).
+    ``df`` columns: model, stack, payoff (already averaged over states and positions) and
+    proportional (the same for every model of a stack).
     """
-    prop = pd.DataFrame({"stack": sorted(df["stack"].unique())})
-    prop["payoff"] = prop["stack"] / units * prize_pool
+    prop = df.drop_duplicates("stack")[["stack", "proportional"]].rename(columns={"proportional": "payoff"})
     prop["model"] = "proportional"
     data = pd.concat([df[["model", "stack", "payoff"]], prop], ignore_index=True)
     models = [m for m in ("harville", "weitzman", "roberts", "proportional") if m in set(data["model"])]

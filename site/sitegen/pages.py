@@ -206,7 +206,8 @@ def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     order = {p: i for i, p in enumerate(NOTABLE_PAIRS)}
     notable = notable.iloc[sorted(range(len(notable)), key=lambda i: order[(notable.hand.iat[i], notable.versus.iat[i])])]
     vs_random = con.execute(VS_RANDOM_SQL.format(rollout=pairs_id)).df()
-    triples = _notable_triples(con, triples_id)
+    triples_sql = notable_triples_sql(con, triples_id)
+    triples = con.execute(triples_sql).df()
     heat = charts.pair_equity_heatmap(grid, labels)
     strength = charts.hand_strength_grid(vs_random, "p_vs_random", "Heads-up equity against a random hand",
                                          "P(win) vs random")
@@ -248,27 +249,26 @@ orders of each class multiset a ≤ b ≤ c.
 
 {query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
 {query_block(VS_RANDOM_SQL.format(rollout=pairs_id))}
+{query_block(triples_sql)}
 {query_block(f'''SELECT t.*, ha.label, hb.label, hc.label FROM rollout_triples t
 JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b JOIN hand_classes hc ON hc.class_id = t.c
 WHERE t.rollout = '{triples_id}' AND (ha.label, hb.label, hc.label) = ('AA', 'KK', 'QQ')''')}
 """
 
 
-def _notable_triples(con: duckdb.DuckDBPyConnection, rollout_id: str) -> pd.DataFrame:
-    ids = {r[1]: r[0] for r in con.execute("SELECT class_id, label FROM hand_classes").fetchall()}
-    rows = []
-    for hands in NOTABLE_TRIPLES:
-        cls = sorted((ids[h], h) for h in hands)
-        rec = con.execute("SELECT weight, p_abc, p_acb, p_bac, p_bca, p_cab, p_cba FROM rollout_triples "
-                          "WHERE rollout = ? AND a = ? AND b = ? AND c = ?", [rollout_id, *[c for c, _ in cls]]).fetchone()
-        if rec is None:
-            continue
-        w, *p = rec
-        lab = [h for _, h in cls]
-        best = [p[0] + p[1], p[2] + p[3], p[4] + p[5]]  # a best: abc, acb; b best: bac, bca; c best: cab, cba
-        rows.append({"a, b, c": ", ".join(lab), "deals": w, "P(a best)": round(best[0], 4), "P(b best)": round(best[1], 4),
-                     "P(c best)": round(best[2], 4), "P(a, b, c in that order)": round(p[0], 4)})
-    return pd.DataFrame(rows)
+def notable_triples_sql(con: duckdb.DuckDBPyConnection, rollout_id: str) -> str:
+    """The three-way table of the showdown page: the rows of NOTABLE_TRIPLES (in that order) with
+    each hand's chance to finish best, the sums of the two strict orders that put it first."""
+    ids = {label: cid for cid, label in con.execute("SELECT class_id, label FROM hand_classes").fetchall()}
+    rows = ", ".join(f"({k}, {', '.join(str(c) for c in sorted(ids[h] for h in hands))})"
+                     for k, hands in enumerate(NOTABLE_TRIPLES))
+    return f"""SELECT ha.label || ', ' || hb.label || ', ' || hc.label AS "a, b, c", t.weight AS deals,
+       round(t.p_abc + t.p_acb, 4) AS "P(a best)", round(t.p_bac + t.p_bca, 4) AS "P(b best)",
+       round(t.p_cab + t.p_cba, 4) AS "P(c best)", round(t.p_abc, 4) AS "P(a, b, c in that order)"
+FROM rollout_triples t JOIN (VALUES {rows}) n(k, a, b, c) USING (a, b, c)
+JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b
+JOIN hand_classes hc ON hc.class_id = t.c
+WHERE t.rollout = '{rollout_id}' ORDER BY n.k"""
 
 
 def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
@@ -286,9 +286,11 @@ def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         wide["stack"] = wide["stack"].map("{:g}".format)
         blocks.append(f"### {m.capitalize()}\n\n{site_table(wide, decimals=4)}\n")
     bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d["stack"].map("{:g}".format) + ")")
-    by_stack = con.execute(
-        """SELECT model, stack, avg(payoff) AS payoff FROM model_payoffs WHERE game = ? AND players = ?
-           GROUP BY ALL ORDER BY model, stack""", [game, cfg["players"]]).df()
+    by_stack_sql = f"""SELECT p.model, p.stack, avg(p.payoff) AS payoff,
+       p.stack / any_value(g.units) * any_value(g.prize_pool) AS proportional
+FROM model_payoffs p JOIN games g USING (game)
+WHERE p.game = '{game}' AND p.players = {cfg['players']} GROUP BY p.model, p.stack ORDER BY p.model, p.stack"""
+    by_stack = con.execute(by_stack_sql).df()
     stacks_str = ", ".join(f"{s:g}" for s in cfg["examples"][0])
     prizes = ", ".join(f"{p:g}" for p in cfg["payouts"])
     return f"""# Equity models
@@ -306,7 +308,8 @@ places:
 
 ## The thesis example: stacks {stacks_str}, prizes {prizes}
 
-Rows are players, P1 … P{len(cfg['examples'][0])} the probabilities of finishing 1st … last (table `model_examples`).
+Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 … P{len(cfg['examples'][0])} the
+probabilities of finishing 1st … last (table `model_examples`).
 
 {chr(10).join(blocks)}
 {chart_html(charts.example_finishing_bars(bars), "example-bars")}
@@ -316,7 +319,7 @@ Rows are players, P1 … P{len(cfg['examples'][0])} the probabilities of finishi
 Mean payoff of a stack of each size over all {cfg['players']}-player states of game `{game}` (every state
 and position counted once), with the chip-proportional payoff stack / {cfg['units']} × {sum(cfg['payouts']):g} $ for
 reference. The example stacks and the game are set in the game config (`examples`, `units`, `payouts`).
-{chart_html(charts.payoff_vs_stack(by_stack, cfg['units'], float(sum(cfg['payouts']))), "payoff-vs-stack")}
+{chart_html(charts.payoff_vs_stack(by_stack), "payoff-vs-stack")}
 
 ## Query it
 
@@ -324,6 +327,10 @@ reference. The example stacks and the game are set in the game config (`examples
 {query_block(f'''SELECT s.stacks, p.model, p.position, p.payoff
 FROM model_payoffs p JOIN states s USING (game, players, state_id)
 WHERE p.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] ORDER BY p.model, p.position''')}
+
+The payoff-against-stack chart:
+
+{query_block(by_stack_sql)}
 """
 
 

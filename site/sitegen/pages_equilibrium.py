@@ -174,11 +174,11 @@ def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", game)
     if bins.empty:
         return "# Solve quality\n\nNo layer is solved yet.\n"
-    summary = con.execute(
-        """SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
-                  avg(exploitability) AS mean_exploitability, sum(cfr_iterations)::BIGINT AS cfr_iterations,
-                  count(*) FILTER (WHERE exploitability > ?) AS states_above_gamma
-           FROM state_quality WHERE game = ? GROUP BY players ORDER BY players""", [cfg["gamma"], game]).df()
+    summary_sql = f"""SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
+       avg(exploitability) AS mean_exploitability, sum(cfr_iterations)::BIGINT AS cfr_iterations,
+       count(*) FILTER (WHERE exploitability > {cfg['gamma']!r}) AS states_above_gamma
+FROM state_quality WHERE game = '{game}' GROUP BY players ORDER BY players"""
+    summary = con.execute(summary_sql).df()
     log = con.execute("""SELECT players, outer_iteration, target, states_updated, states_skipped, states_screened,
                                 states_checked, cfr_iterations, max_delta_v, max_exploitability, wall_s
                          FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
@@ -210,7 +210,7 @@ updates no state.
 ## Query it
 
 {query_block(f"SELECT * FROM solve_log WHERE game = '{game}' ORDER BY players, outer_iteration")}
-{query_block(f"SELECT players, max(exploitability) FROM state_quality WHERE game = '{game}' GROUP BY players")}
+{query_block(summary_sql)}
 
 The exploitability histogram's bins (the ex post one bins `gain` of `nemesis_values` with
 `profile = 'equilibrium'` the same way):
@@ -226,10 +226,11 @@ def _ex_post_section(con: duckdb.DuckDBPyConnection, game: str, cfg: dict) -> st
                              FROM ex_post WHERE game = ? AND profile = 'equilibrium'""", [game]).df()
     if summary.empty:
         return "## Ex post check\n\nNot computed yet for this game (assets `ex_post_2p` … `ex_post_5p`).\n"
-    per_layer = con.execute("""SELECT players, avg(gain) AS mean_gain, max(gain) AS max_gain,
-                                      arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
-                               FROM nemesis_values WHERE game = ? AND profile = 'equilibrium'
-                               GROUP BY players ORDER BY players""", [game]).df()
+    per_layer_sql = f"""SELECT players, avg(gain) AS mean_gain, max(gain) AS max_gain,
+       arg_max(state_id, gain) AS worst_state_id, count(*) AS pairs
+FROM nemesis_values WHERE game = '{game}' AND profile = 'equilibrium'
+GROUP BY players ORDER BY players"""
+    per_layer = con.execute(per_layer_sql).df()
     checked = per_layer["players"].astype(int).tolist()
     partial = "" if cfg["players"] in checked else (
         f"\nChecked so far: the layers of {', '.join(map(str, checked))} players. The start state's "
@@ -258,5 +259,6 @@ hands still to play, so it can exceed gamma.{models_link}
                                             count_title="(state, position) pairs"), "ex-post-hist")}
 
 {query_block(f"SELECT * FROM ex_post WHERE game = '{game}' AND profile = 'equilibrium'")}
+{query_block(per_layer_sql)}
 {query_block(f"SELECT * FROM nemesis_values WHERE game = '{game}' AND profile = 'equilibrium' ORDER BY gain DESC LIMIT 10")}
 """
