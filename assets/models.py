@@ -52,8 +52,10 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "rows": rows, **{f"states_{n}p": c for n, c in expected.items()},
                   "config": dg.MetadataValue.json(cfg.to_dict()), "preview": dg.MetadataValue.md(preview)},
-        check_results=[dg.AssetCheckResult(check_name="state_counts", passed=counts == expected,
-                                           metadata={"expected": str(expected), "found": str(counts)})])
+        check_results=[dg.AssetCheckResult(
+            check_name="state_counts", passed=counts == expected,
+            metadata={"expected": dg.MetadataValue.json({str(n): c for n, c in expected.items()}),
+                      "found": dg.MetadataValue.json({str(n): c for n, c in counts.items()})})])
 
 
 @dg.asset(group_name="models", kinds={"numba", "duckdb"}, deps=[game_states],
@@ -62,7 +64,8 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
                                 description="for every state and model: each position's place probabilities and each "
                                             "place's position probabilities sum to 1 (within 1e-9)"),
               dg.AssetCheckSpec("payoffs_sum_to_open_prizes", asset="equity_model_tables", blocking=True,
-                                description="payoffs of every state sum to the prizes of the places still open (within 1e-9 $)"),
+                                description="every model has a payoff for every (state, position), and a state's "
+                                            "payoffs sum to the prizes of the places still open (within 1e-9 $)"),
           ],
           description="Harville (ICM), Malmuth-Weitzman and Roberts finishing matrices and payoffs for every state of "
                       "the game (tables `model_finishing`, `model_payoffs`) and for the config's example stacks "
@@ -126,14 +129,20 @@ def _check_models(con, cfg: GameConfig) -> list[dg.AssetCheckResult]:
            SELECT (SELECT coalesce(max(e), 0) FROM r), (SELECT coalesce(max(e), 0) FROM c)""",
         [cfg.name, cfg.name]).fetchone()
     open_prizes = {n: float(_prizes(cfg, n).sum()) for n in range(2, cfg.players + 1)}
-    pay_err = con.execute(
-        """SELECT coalesce(max(abs(s - open_prize)), 0) FROM (
-             SELECT players, sum(payoff) s FROM model_payoffs WHERE game = ? GROUP BY model, players, state_id) t
+    pay_err, complete = con.execute(
+        """SELECT coalesce(max(abs(s - open_prize)), 0), count(*) FILTER (WHERE c = t.players) FROM (
+             SELECT players, sum(payoff) s, count(payoff) c FROM model_payoffs WHERE game = ?
+             GROUP BY model, players, state_id) t
            JOIN (SELECT unnest(?::INTEGER[]) players, unnest(?::DOUBLE[]) open_prize) o USING (players)""",
-        [cfg.name, list(open_prizes), list(open_prizes.values())]).fetchone()[0]
+        [cfg.name, list(open_prizes), list(open_prizes.values())]).fetchone()
+    # every model, state and position has its payoff: the sums above cover only the rows present
+    expected = len(equity_models.MODELS) * sum(states.n_states(cfg.units, n) for n in open_prizes)
     return [
         dg.AssetCheckResult(check_name="finishing_rows_and_columns_sum_to_1", passed=bool(max(row_err, col_err) <= 1e-9),
                             metadata={"max_row_error": float(row_err), "max_column_error": float(col_err)}),
-        dg.AssetCheckResult(check_name="payoffs_sum_to_open_prizes", passed=bool(pay_err <= 1e-9),
-                            metadata={"max_error_usd": float(pay_err), "open_prizes": str(open_prizes)}),
+        dg.AssetCheckResult(check_name="payoffs_sum_to_open_prizes",
+                            passed=bool(pay_err <= 1e-9 and complete == expected),
+                            metadata={"max_error_usd": float(pay_err),
+                                      "open_prizes": dg.MetadataValue.json({str(n): v for n, v in open_prizes.items()}),
+                                      "model_states_complete": int(complete), "expected": expected}),
     ]

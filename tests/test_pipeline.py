@@ -101,6 +101,27 @@ def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
     assert checks()["values_sum_to_open_prizes"][0] is False
 
 
+
+def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
+    """A state whose payoffs are all missing leaves every remaining sum right; the payoff check
+    counts the (model, state) pairs and fails."""
+    import shutil
+
+    from assets.models import _check_models
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+    assert all(c.passed for c in _check_models(con, cfg))
+    con.execute("DELETE FROM model_payoffs WHERE game = ? AND model = 'roberts' AND players = 3 AND state_id = 3",
+                [cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["payoffs_sum_to_open_prizes"]
+    assert not check.passed and check.metadata["max_error_usd"].value < 1e-9
+    assert check.metadata["model_states_complete"].value == check.metadata["expected"].value - 1 \
+        == 3 * (n_states(6, 2) + n_states(6, 3)) - 1
+
 def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
     """The finishing checks fail when a state's rows are missing altogether, which leaves every
     remaining sum at 1 and every remaining value given back."""
