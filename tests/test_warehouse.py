@@ -156,6 +156,27 @@ def test_older_warehouse_gains_new_columns_and_keeps_its_rows(tmp_path):
         assert con.execute("SELECT states_skipped FROM solve_log WHERE game = 'x'").fetchone()[0] == 2
 
 
+
+def test_a_read_only_connection_sees_this_versions_views_over_an_older_file(tmp_path):
+    """A warehouse whose views an older version wrote (pair_equities without `deals`, no
+    simulation_summary): a read-only connection, as the site and the CLI open it, reads this
+    version's views; the file itself is unchanged until a build writes to it."""
+    path = tmp_path / "w.duckdb"
+    with db.session(path) as con:
+        con.execute("INSERT INTO rollout_pairs VALUES ('r', 0, 1, 24, 0.8), ('r', 0, 0, 6, 0.5)")
+        con.execute("INSERT INTO hand_classes (class_id, label) VALUES (0, 'AA'), (1, 'KK')")
+        con.execute("INSERT INTO games (game) VALUES ('g')")
+        con.execute("""CREATE OR REPLACE VIEW pair_equities AS SELECT r.rollout, r.a AS x, r.p_first_wins AS p_win
+                       FROM rollout_pairs r""")
+        con.execute("DROP VIEW simulation_summary")
+    with db.session(path, read_only=True) as con:
+        assert sorted(con.execute("SELECT hand, versus, deals FROM pair_equities").fetchall()) == [
+            ("AA", "AA", 6), ("AA", "KK", 12), ("KK", "AA", 12)]
+        assert con.execute("SELECT count(*) FROM simulation_summary").fetchone()[0] == 0
+    raw = duckdb.connect(str(path), read_only=True)
+    assert "deals" not in [r[0] for r in raw.execute("DESCRIBE pair_equities").fetchall()]
+    raw.close()
+
 def test_model_strategies_round_trip_through_the_warehouse(tmp_path, monkeypatch):
     """A sweep's strategies written as `model_nodes` rows, frame by frame, read back as they were,
     a few states per query: every state's (nodes × 169) array, states without a decision included,

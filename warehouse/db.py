@@ -73,7 +73,21 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
         con.close()
         raise WarehouseUnusable(f"warehouse: {path} is a DuckDB file without the lab's tables; build a game into it "
                                 f"first (see README) or give another --warehouse")
+    else:
+        current_views(con)
     return con
+
+
+def current_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Give a read-only connection this code's views, as temporary views that shadow the file's own:
+    a warehouse written by an older version keeps its view definitions until a build writes to it, and
+    the site and the CLI read views this version defines (a column such as `pair_equities.deals`,
+    a view such as `simulation_summary`). Views hold no data, so nothing is recomputed. A view whose
+    tables lack a column this version adds is left as the file has it."""
+    for table in TABLES.values():
+        if table.kind == "view":
+            with suppress(duckdb.Error):
+                con.execute(table.ddl(temp=True))
 
 
 @contextmanager

@@ -25,9 +25,11 @@ class Table:
     kind: str = "table"  # 'table' or 'view'
     view_sql: str = ""
 
-    def ddl(self) -> str:
+    def ddl(self, temp: bool = False) -> str:
+        """CREATE statement; ``temp`` for a view: a connection-local view over the file's tables, which a
+        read-only connection may create (see :func:`warehouse.db.connect`)."""
         if self.kind == "view":
-            return f"CREATE OR REPLACE VIEW {self.name} AS {self.view_sql}"
+            return f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {self.name} AS {self.view_sql}"
         cols = ",\n  ".join(f"{c.name} {c.type}" for c in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols}\n)"
 
