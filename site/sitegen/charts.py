@@ -239,13 +239,13 @@ def depth_curve(df: pd.DataFrame) -> alt.Chart:
 def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
     """Mean and max nemesis gain ($) per profile, one panel per player count; ``df``: series, players, mean_gain, max_gain."""
     long = df.melt(id_vars=["series", "players"], value_vars=["mean_gain", "max_gain"], var_name="statistic",
-                   value_name="gain")
+                   value_name="gain").replace({"statistic": {"mean_gain": "mean", "max_gain": "max"}})
     order = [p for p in profiles if p in set(long["series"])]
     bars = alt.Chart(long).mark_bar().encode(
         y=alt.Y("series:N", sort=order, title="profile"),
         x=alt.X("gain:Q", title="nemesis gain ($)"),
-        color=alt.Color("statistic:N", title="", scale=alt.Scale(domain=["mean_gain", "max_gain"],
-                                                                 range=["#1f77b4", "#ff7f0e"])),
+        color=alt.Color("statistic:N", title="over the layer's (state, seat) pairs",
+                        scale=alt.Scale(domain=["mean", "max"], range=["#1f77b4", "#ff7f0e"])),
         yOffset="statistic:N",
         tooltip=["series:N", "players:O", "statistic:N", alt.Tooltip("gain:Q", format=".5f")],
     ).properties(width=240, height=24 * len(order))
