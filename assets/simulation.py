@@ -39,6 +39,14 @@ CHECKS = {
 }
 
 
+def _speed(played: list[float], kept: list[float]) -> dict:
+    """The hero tables' median speed (tournaments a second) as asset metadata: of this run's play, or,
+    when every model was kept from an earlier run, of that run's (named so)."""
+    if played:
+        return {"tournaments_per_s": round(float(np.median(played)))}
+    return {"tournaments_per_s_earlier_run": round(float(np.median(kept)))} if kept else {}
+
+
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset, fgs_strategies],
           check_specs=blocking_checks("simulations", CHECKS),
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
@@ -70,7 +78,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                  "equilibrium": equilibrium_fingerprint(con, cfg.name)}
     done = UnitCheckpoint(cache_dir("simulations", game_key(cfg)),
                           {**stamp, "tournaments": T, "seed": seed, "start": list(cfg.start)})
-    rows, speeds = [], []
+    rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
         unit = done.load(f"hero-{model}")
@@ -88,7 +96,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                         np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
             done.save(f"hero-{model}", unit)
         rows += unit["rows"]
-        speeds += unit["speeds"]
+        (kept_speeds if kept else speeds).extend(unit["speeds"])
         control_z = max(control_z, unit["control_z"])
         context.log.info(f"{model} vs equilibrium: ROI by hero seat " +
                          ", ".join(f"{r['hero_seat']} {r['roi_pct']:+.3f}±{r['roi_se_pct']:.3f} %" for r in unit["rows"]) +
@@ -132,6 +140,6 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "tournaments_per_seating": T, "seed": seed, "rows_simulation": n_sim,
-                  "rows_direct_matches": n_match, "tournaments_per_s": round(float(np.median(speeds))),
+                  "rows_direct_matches": n_match, **_speed(speeds, kept_speeds),
                   "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
         check_results=checks)

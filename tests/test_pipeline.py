@@ -689,8 +689,10 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
                "SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
         resumed = [con.execute(q).df() for q in queries]
-    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    rebuilt = dg.materialize([simulation.simulations], instance=instance, resources=resources)
     assert played.calls == 1 + len(MODELS) - 2  # a rebuild plays nothing again
+    meta = rebuilt.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
+    assert "tournaments_per_s" not in meta and meta["tournaments_per_s_earlier_run"].value > 0  # not this run's
     with duckdb.connect(str(warehouse)) as con:  # as if the equilibrium the others play had been solved again
         con.execute("UPDATE state_quality SET cfr_iterations = cfr_iterations + 1 WHERE game = 'tiny' AND state_id = 0")
     assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
