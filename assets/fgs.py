@@ -17,9 +17,8 @@ import pandas as pd
 
 from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, sweep_checks, model_strategies,
                                    store_sweep, sweep_checkpoint_dir, sweep_logger)
-from assets.resources import GameResource, WarehouseResource, blocking_checks
+from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums
 from assets.solve import equilibrium_tensors
-from engine.config import GameConfig
 from engine.states import n_states
 from engine.model_strategies import Sweep, fgs_sweeps, model_values
 from engine.sweep_checkpoint import drop_solvers
@@ -44,20 +43,6 @@ def fgs_frame(values: list[dict[int, np.ndarray]]) -> pd.DataFrame:
                                         "value": V.ravel()}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["depth", "players", "state_id", "position", "value"])
-
-
-def _open_prize_error(con, cfg: GameConfig) -> tuple[float, int]:
-    """(largest |Σ_positions vᵈ(s) − the prizes still open in s| over every depth and state, $; the
-    (depth, state) pairs with a value for every position), the count telling a complete table from
-    one with rows missing."""
-    err, complete = con.execute(
-        """SELECT coalesce(max(abs(s - open_prize)), 0), count(*) FILTER (WHERE c = t.players) FROM (
-             SELECT players, sum(value) s, count(value) c FROM fgs_values WHERE game = ?
-             GROUP BY depth, players, state_id) t
-           JOIN (SELECT unnest(range(2, ?)) AS players) p USING (players)
-           CROSS JOIN LATERAL (SELECT list_sum(g.payouts[1:t.players]) AS open_prize FROM games g WHERE g.game = ?)""",
-        [cfg.name, cfg.players + 1, cfg.name]).fetchone()
-    return float(err), int(complete)
 
 
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies],
@@ -102,7 +87,7 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     with warehouse.connect() as con:
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
         sweep_check, quality, preview = sweep_checks(con, cfg, labels)
-        err, complete = _open_prize_error(con, cfg)
+        err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
         expected = cfg.fgs_depth * sum(n_states(cfg.units, n) for n in range(2, cfg.players + 1))
         moves = {f"FGS-{d}": round(float(move), 6) for d, move in con.execute(
             "SELECT depth, max_abs_move FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth",

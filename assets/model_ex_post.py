@@ -48,7 +48,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
     stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
-    min_gain, residual, value_err = np.inf, 0.0, 0.0
+    checked = []  # (least gain $, largest Bellman residual $, largest open-prize error $) of each model
     rows = 0
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
     with warehouse.connect() as con:
@@ -63,8 +63,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                     [cfg.name, model]).fetchone()
             if count == record["rows"]:
                 rows += count
-                min_gain = min(min_gain, float(low))
-                residual, value_err = max(residual, record["worst_residual"]), max(value_err, record["value_error"])
+                checked.append((float(low), record["worst_residual"], record["value_error"]))
                 context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
                                  "against the same strategies)")
                 continue
@@ -85,12 +84,13 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         frame = nemesis_frame(result, V)
         record = {"rows": len(frame), "worst_residual": max(log[-1]["bellman_residual"] for _, log in result.values()),
                   "value_error": max(float(np.abs(V[n].sum(axis=1) - sum(cfg.payouts[:n])).max()) for n in V)}
-        min_gain = min(min_gain, float(frame["gain"].min()))
-        residual, value_err = max(residual, record["worst_residual"]), max(value_err, record["value_error"])
+        checked.append((float(frame["gain"].min()), record["worst_residual"], record["value_error"]))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
         done.save(model, record)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
+    lows, residuals, value_errors = zip(*checked)
+    min_gain, residual, value_err = min(lows), max(residuals), max(value_errors)
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(

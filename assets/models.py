@@ -7,7 +7,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource
+from assets.resources import GameResource, WarehouseResource, open_prize_sums
 from engine import equity_models, states
 from engine.config import GameConfig, position_names
 from warehouse import db
@@ -129,12 +129,7 @@ def _check_models(con, cfg: GameConfig) -> list[dg.AssetCheckResult]:
            SELECT (SELECT coalesce(max(e), 0) FROM r), (SELECT coalesce(max(e), 0) FROM c)""",
         [cfg.name, cfg.name]).fetchone()
     open_prizes = {n: float(_prizes(cfg, n).sum()) for n in range(2, cfg.players + 1)}
-    pay_err, complete = con.execute(
-        """SELECT coalesce(max(abs(s - open_prize)), 0), count(*) FILTER (WHERE c = t.players) FROM (
-             SELECT players, sum(payoff) s, count(payoff) c FROM model_payoffs WHERE game = ?
-             GROUP BY model, players, state_id) t
-           JOIN (SELECT unnest(?::INTEGER[]) players, unnest(?::DOUBLE[]) open_prize) o USING (players)""",
-        [cfg.name, list(open_prizes), list(open_prizes.values())]).fetchone()
+    pay_err, complete = open_prize_sums(con, "model_payoffs", "payoff", cfg, by=("model",))
     # every model, state and position has its payoff: the sums above cover only the rows present
     expected = len(equity_models.MODELS) * sum(states.n_states(cfg.units, n) for n in open_prizes)
     return [

@@ -9,6 +9,7 @@ import dagster as dg
 import duckdb
 
 from engine.config import GameConfig, load_config, profile
+from engine.states import n_states
 from warehouse import db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,27 @@ def blocking_checks(asset: str, checks: dict[str, str]) -> list[dg.AssetCheckSpe
     """Blocking check specs of ``asset`` from {check name: what it checks, with its tolerance}; the
     Dagster UI shows the description beside each result."""
     return [dg.AssetCheckSpec(name, asset=asset, blocking=True, description=text) for name, text in checks.items()]
+
+
+def open_prize_sums(con: duckdb.DuckDBPyConnection, table: str, column: str, cfg: GameConfig,
+                    by: tuple[str, ...] = (), players: int | None = None) -> tuple[float, int]:
+    """For the check "a state's values sum to the prizes of the places still open": (the largest
+    |Σ over positions of ``column`` − open prizes| in $, the groups complete) over ``table``'s rows
+    of game ``cfg``, grouped by ``by`` + (players, state_id), in the layer ``players`` or every
+    layer. A group is complete when its state exists and it has a non-NULL value for each of its
+    players: the sums alone cover only the rows present."""
+    layers = [players] if players is not None else list(range(2, cfg.players + 1))
+    keys = ", ".join((*by, "players", "state_id"))
+    err, complete = con.execute(
+        f"""SELECT coalesce(max(abs(t.s - o.open_prize)), 0),
+                   count(*) FILTER (WHERE t.c = t.players AND t.state_id < o.states)
+            FROM (SELECT players, state_id, sum({column}) AS s, count({column}) AS c FROM {table}
+                  WHERE game = ? AND list_contains(?, players) GROUP BY {keys}) t
+            JOIN (SELECT unnest(?::INTEGER[]) AS players, unnest(?::DOUBLE[]) AS open_prize,
+                         unnest(?::BIGINT[]) AS states) o USING (players)""",
+        [cfg.name, layers, layers, [float(sum(cfg.payouts[:n])) for n in layers],
+         [n_states(cfg.units, n) for n in layers]]).fetchone()
+    return float(err), int(complete)
 
 
 def skipped_layer(cfg: GameConfig, checks: Iterable[str]) -> dg.MaterializeResult:

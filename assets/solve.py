@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from assets.models import game_states
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir, skipped_layer
+from assets.resources import (GameResource, WarehouseResource, blocking_checks, cache_dir, open_prize_sums,
+                              skipped_layer)
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names
@@ -120,10 +121,7 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
     both checks: a check over missing rows would otherwise pass on nothing."""
     open_prize = float(sum(cfg.payouts[:n]))
     m = n_states(cfg.units, n)
-    err, complete = con.execute("""SELECT coalesce(max(abs(s - ?)), 0), count(*) FILTER (WHERE c = ? AND state_id < ?)
-                                   FROM (SELECT state_id, sum(value) s, count(value) c FROM equilibrium_values
-                                         WHERE game = ? AND players = ? GROUP BY state_id)""",
-                                [open_prize, n, m, cfg.name, n]).fetchone()
+    err, complete = open_prize_sums(con, "equilibrium_values", "value", cfg, players=n)
     worst, over, measured = con.execute(
         """SELECT coalesce(max(exploitability), 0),
                   count(*) FILTER (WHERE exploitability > ? OR exploitability IS NULL), count(DISTINCT state_id)

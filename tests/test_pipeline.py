@@ -713,7 +713,7 @@ def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_
     are missing; the sweeps' preview lists them in model order."""
     import shutil
 
-    from assets.fgs import _open_prize_error
+    from assets.resources import open_prize_sums
     from assets.model_analysis import sweep_checks
     from engine.config import load_config
 
@@ -728,10 +728,10 @@ def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_
     con.execute("DELETE FROM model_sweeps WHERE game = ? AND model = 'weitzman' AND players = 3", [cfg.name])
     check, _, _ = sweep_checks(con, cfg, ["harville", "weitzman", "roberts"])
     assert not check.passed and check.metadata["sweeps_missing_or_incomplete"].value == ["weitzman 3p"]
-    err, complete = _open_prize_error(con, cfg)
+    err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
     assert err < 1e-9 and complete == cfg.fgs_depth * (n_states(6, 2) + n_states(6, 3))
     con.execute("DELETE FROM fgs_values WHERE game = ? AND depth = 2 AND players = 3 AND state_id = 1", [cfg.name])
-    assert _open_prize_error(con, cfg)[1] == complete - 1
+    assert open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))[1] == complete - 1
 
 def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_build, tmp_path, monkeypatch):
     """With the engine's hand cap at 2 hands most tiny tournaments are stopped unfinished: their
