@@ -149,11 +149,13 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
     """
     ranks = list("AKQJT98765432")
     base = alt.Chart(df).encode(
-        x=alt.X("col_rank:N", sort=ranks, title=None, axis=alt.Axis(labelFontSize=8)),
-        y=alt.Y("row_rank:N", sort=ranks, title=None, axis=alt.Axis(labelFontSize=8)),
+        x=alt.X("col_rank:N", sort=ranks, title="2nd rank (suited above the diagonal)",
+                axis=alt.Axis(labelFontSize=8, titleFontSize=8, titleFontWeight="normal")),
+        y=alt.Y("row_rank:N", sort=ranks, title="1st rank (offsuit below)",
+                axis=alt.Axis(labelFontSize=8, titleFontSize=8, titleFontWeight="normal")),
     ).transform_calculate(col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
     rect = base.mark_rect().encode(
-        color=alt.Color("jam_probability:Q", title="P(jam)", scale=alt.Scale(scheme="greens", domain=[0, 1])),
+        color=alt.Color("jam_probability:Q", title="jam probability", scale=alt.Scale(scheme="greens", domain=[0, 1])),
         tooltip=[alt.Tooltip("panel:N", title="node"), alt.Tooltip("label:N", title="hand"),
                  alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
     text = base.mark_text(fontSize=6).encode(text="label:N")
@@ -162,8 +164,9 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
                          alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
 
 
-def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
-    """Lines of a $ value by stack, one colour per series, one panel per player count (two per row).
+def value_by_stack(df: pd.DataFrame, title: str, legend: str = "model") -> alt.Chart:
+    """Lines of a $ value by stack, one colour per series (``legend`` titles them), one panel per
+    player count (two per row).
 
     ``df`` columns: players, stack, series, value.
     """
@@ -172,7 +175,7 @@ def value_by_stack(df: pd.DataFrame, title: str) -> alt.Chart:
         alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
             x=alt.X("stack:Q", title="stack (small-blind units)"),
             y=alt.Y("value:Q", title=title),
-            color=alt.Color("series:N", title="", scale=model_color_scale(series), sort=series),
+            color=alt.Color("series:N", title=legend, scale=model_color_scale(series), sort=series),
             strokeDash=alt.condition(alt.datum.series == "proportional", alt.value([4, 4]), alt.value([1, 0])),
             tooltip=["players:O", "series:N", alt.Tooltip("stack:Q", title="stack"),
                      alt.Tooltip("value:Q", format=".4f")],
@@ -194,7 +197,7 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
                  alt.Tooltip("bin_end:Q", format=".2f", title="to log10 $"), alt.Tooltip("count:Q", title=count_title)],
     )
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
-        x="g:Q", tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
+        x=alt.X("g:Q", title=f"log10 {title}"), tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
     return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (red: gamma)")
 
 
@@ -215,7 +218,7 @@ def convergence_lines(log: pd.DataFrame) -> alt.Chart:
     lines = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=12)).encode(
         x=alt.X("outer_iteration:Q", title="outer iteration", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("usd:Q", title="$ (log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title="", sort=labels,
+        color=alt.Color("series:N", title="per outer iteration ($)", sort=labels,
                         scale=alt.Scale(domain=labels, range=[c for _, c in CONVERGENCE_SERIES.values()])),
         strokeDash=alt.condition(alt.datum.series == "target", alt.value([4, 4]), alt.value([1, 0])),
         tooltip=["players:O", "outer_iteration:Q", "series:N", alt.Tooltip("usd:Q", title="$", format=".2e")],
