@@ -224,7 +224,7 @@ _add(Table(
 _add(Table(
     "model_nodes",
     "Each equity model's strategy (SPEC §7.1): every state's hand solved with CFR+ to gamma with the successor "
-    "states valued by the model. Same layout as `equilibrium_nodes`; the view `model_jam` unnests it.",
+    "states valued by the model. The layout of `equilibrium_nodes` without its actor_name and jammed_before; the view `model_jam` unnests it.",
     (GAME, _c("model", "VARCHAR", "'harville', 'weitzman', 'roberts' or 'FGS-d'"), PLAYERS, STATE,
      _c("node", "SMALLINT", "decision node index within the state's hand (as in `equilibrium_nodes`)"),
      _c("actor", "SMALLINT", "acting position"),

@@ -292,6 +292,8 @@ FROM model_payoffs p JOIN games g USING (game)
 WHERE p.game = '{game}' AND p.players = {cfg['players']} GROUP BY p.model, p.stack ORDER BY p.model, p.stack"""
     by_stack = con.execute(by_stack_sql).df()
     stacks_str = ", ".join(f"{s:g}" for s in cfg["examples"][0])
+    # SPEC's example stacks (the thesis's) unless the config gave its own
+    example_name = "The thesis example" if list(cfg["examples"][0]) == [2, 5, 8, 13, 17] else "The example"
     prizes = ", ".join(f"{p:g}" for p in cfg["payouts"])
     return f"""# Equity models
 
@@ -306,7 +308,7 @@ places:
 - **Roberts** — the next player eliminated is chosen with probability ∝ (1/x_i²)·Σ_(j≠i) 1/x_j and his chips
   go to the survivors in proportion to 1/x_j. Computed over elimination orders.
 
-## The thesis example: stacks {stacks_str}, prizes {prizes}
+## {example_name}: stacks {stacks_str}, prizes {prizes}
 
 Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 … P{len(cfg['examples'][0])} the
 probabilities of finishing 1st … last (table `model_examples`).

@@ -187,7 +187,9 @@ FROM state_quality WHERE game = '{game}' GROUP BY players ORDER BY players"""
 
 Every state's hand is solved until no player gains more than gamma = {cfg['gamma']:g} $ by a best
 response (computed exactly from counterfactual values, in $ averaged over his deal), and each
-layer's outer loop stops when a policy evaluation leaves no state above gamma.
+layer's outer loop stops when an outer iteration at gamma updates no state and screens none
+(states held above gamma by the re-solve cap are solved again first; a layer that still ends with
+one above gamma fails its asset check `exploitability_within_gamma`).
 
 ## Per layer
 
@@ -202,7 +204,7 @@ layer's outer loop stops when a policy evaluation leaves no state above gamma.
 Each outer iteration solves the hands above its target under the layer's current values, then
 evaluates the layer exactly; the target tightens by √10 once an outer iteration updates at most
 3 % of the layer, down to gamma, and the layer ends after an outer iteration at gamma that
-updates no state.
+updates no state and screens none.
 {chart_html(charts.convergence_lines(log), "convergence")}
 
 {_log_tables(log)}

@@ -48,7 +48,8 @@ def _pending_block(pending: list[str]) -> str:
         return ""
     return f"""
 **Not compared yet: {", ".join(pending)}.** Their values come from the model sweeps (asset
-`fgs_strategies`, SPEC §7.2), which this build left out (`./lab build --skip-models`); the models'
+`fgs_strategies`, SPEC §7.2), which are not in the warehouse yet: left out by `./lab build
+--skip-models`, or still to run in a build under way. The models'
 strategies, and with them the Model ranges, Ex post and Simulation pages, wait on those sweeps too.
 The same command without `--skip-models` runs them.
 """
