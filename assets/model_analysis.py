@@ -97,13 +97,14 @@ def sweep_logger(context: dg.AssetExecutionContext, layer_wall: dict[str, dict[i
 
 def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, sweep: Sweep,
                 layer_wall: dict[int, float], rows: dict[str, int]) -> None:
-    """Write a finished sweep's rows to `model_nodes` and `model_sweeps` (one transaction per
-    table), count them in ``rows``, and drop its strategies from memory: the thesis game's would
+    """Write a finished sweep's rows to `model_nodes` and `model_sweeps` (one transaction
+    for both), count them in ``rows``, and drop its strategies from memory: the thesis game's would
     hold about 4 GiB per sweep."""
     key = {"game": cfg.name, "model": sweep.label}
     with warehouse.connect() as con:
-        nodes = db.replace_rows(con, "model_nodes", _node_rows(sweep, layers), key)
-        sweeps = db.replace_rows(con, "model_sweeps", _sweep_rows(sweep, layer_wall), key)
+        written = db.replace_tables(con, [db.Replacement("model_nodes", _node_rows(sweep, layers), key),
+                                          db.Replacement("model_sweeps", _sweep_rows(sweep, layer_wall), key)])
+        nodes, sweeps = written["model_nodes"], written["model_sweeps"]
     rows["model_nodes"] = rows.get("model_nodes", 0) + nodes
     rows["model_sweeps"] = rows.get("model_sweeps", 0) + sweeps
     sweep.release()

@@ -41,8 +41,8 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
         "rollout_pairs": cfg.rollout_id("pairs"), "rollout_triples": cfg.rollout_id("triples"),
         "config_json": cfg.to_json()}])
     with warehouse.connect() as con:
-        db.replace_rows(con, "games", games_row, {"game": cfg.name})
-        rows = db.replace_rows(con, "states", frame, {"game": cfg.name})
+        rows = db.replace_tables(con, [db.Replacement("games", games_row, {"game": cfg.name}),
+                                       db.Replacement("states", frame, {"game": cfg.name})])["states"]
         counts = dict(con.execute(
             """SELECT players, count(*) FROM states WHERE game = ?
                AND list_sum(stacks) = ? AND list_min(stacks) >= 1 GROUP BY players""",
@@ -108,9 +108,12 @@ def equity_model_tables(context: dg.AssetExecutionContext, game: GameResource,
                 "stack": x[pl.ravel()], "place": (place.ravel() + 1).astype(np.int16),
                 "probability": mat.ravel(), "payoff": pay[pl.ravel()]}))
     with warehouse.connect() as con:
-        n_fin = db.replace_rows(con, "model_finishing", pd.concat(finishing, ignore_index=True), {"game": cfg.name})
-        n_pay = db.replace_rows(con, "model_payoffs", pd.concat(payoffs, ignore_index=True), {"game": cfg.name})
-        n_ex = db.replace_rows(con, "model_examples", pd.concat(examples, ignore_index=True), {"game": cfg.name})
+        key = {"game": cfg.name}
+        written = db.replace_tables(con, [
+            db.Replacement("model_finishing", pd.concat(finishing, ignore_index=True), key),
+            db.Replacement("model_payoffs", pd.concat(payoffs, ignore_index=True), key),
+            db.Replacement("model_examples", pd.concat(examples, ignore_index=True), key)])
+        n_fin, n_pay, n_ex = written["model_finishing"], written["model_payoffs"], written["model_examples"]
         checks = _check_models(con, cfg)
         preview = db.preview_markdown(
             con, """SELECT model, example, player, any_value(stack) AS stack, round(any_value(payoff), 2) AS payoff

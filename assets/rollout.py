@@ -48,22 +48,23 @@ def _complete_rows(con, kind: str, rollout_id: str, expected: int) -> int | None
 
 
 def write_pair_table(con: duckdb.DuckDBPyConnection, rollout_id: str, table: rollout.PairTable) -> None:
-    """Replace the rows of ``rollout_id`` in `rollout_pairs` and record the build (one transaction each)."""
+    """Replace the rows of ``rollout_id`` in `rollout_pairs` and record the build (one transaction)."""
     frame = pd.DataFrame({"a": table.a, "b": table.b, "weight": table.weight, "p_first_wins": table.p_first_wins})
-    db.replace_rows(con, "rollout_pairs", frame, {"rollout": rollout_id})
-    _record_build(con, "pairs", rollout_id, table)
+    db.replace_tables(con, [db.Replacement("rollout_pairs", frame, {"rollout": rollout_id}),
+                            _build_record("pairs", rollout_id, table)])
 
 
 def write_triple_table(con: duckdb.DuckDBPyConnection, rollout_id: str, table: rollout.TripleTable) -> None:
-    """Replace the rows of ``rollout_id`` in `rollout_triples` and record the build."""
+    """Replace the rows of ``rollout_id`` in `rollout_triples` and record the build (one transaction)."""
     frame = pd.DataFrame({"a": table.a, "b": table.b, "c": table.c, "weight": table.weight,
                           **{f"p_{o}": table.p[:, i] for i, o in enumerate(rollout.ORDERS)}})
-    db.replace_rows(con, "rollout_triples", frame, {"rollout": rollout_id})
-    _record_build(con, "triples", rollout_id, table)
+    db.replace_tables(con, [db.Replacement("rollout_triples", frame, {"rollout": rollout_id}),
+                            _build_record("triples", rollout_id, table)])
 
 
-def _record_build(con, kind: str, rollout_id: str, table) -> None:
-    db.replace_rows(con, "rollout_tables", pd.DataFrame([{
+def _build_record(kind: str, rollout_id: str, table) -> db.Replacement:
+    """The table's row of `rollout_tables`: how it was built."""
+    return db.Replacement("rollout_tables", pd.DataFrame([{
         "rollout": rollout_id, "kind": kind, "mode": table.mode,
         "boards_per_matchup": table.boards_per_matchup if table.mode == "sampled" else None,
         "seed": table.seed if table.mode == "sampled" else None,

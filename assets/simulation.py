@@ -120,8 +120,9 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         matches += unit["matches"]
         sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:
-        n_sim = db.replace_rows(con, "simulation", pd.DataFrame(rows), {"game": cfg.name})
-        n_match = db.replace_rows(con, "direct_matches", pd.DataFrame(matches), {"game": cfg.name})
+        written = db.replace_tables(con, [db.Replacement("simulation", pd.DataFrame(rows), {"game": cfg.name}),
+                                          db.Replacement("direct_matches", pd.DataFrame(matches), {"game": cfg.name})])
+        n_sim, n_match = written["simulation"], written["direct_matches"]
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
                                  GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()

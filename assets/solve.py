@@ -101,19 +101,18 @@ def _node_rows(cfg: GameConfig, sol: LayerSolution) -> Iterator[pd.DataFrame]:
 
 
 def write_layer(con: duckdb.DuckDBPyConnection, cfg: GameConfig, sol: LayerSolution) -> dict:
-    """Write one solved layer's tables (each in one transaction); returns row counts."""
+    """Write one solved layer's tables, all four in one transaction (a reader never sees a layer's
+    values without its strategies or exploitability); returns row counts."""
     n, m = sol.players, len(sol.stacks)
     key = {"game": cfg.name, "players": n}
     sid, pos = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
-    rows = {}
-    rows["equilibrium_values"] = db.replace_rows(con, "equilibrium_values", pd.DataFrame(
-        {"state_id": sid.ravel(), "position": pos.ravel(), "value": sol.values.ravel()}), key)
-    rows["equilibrium_nodes"] = db.replace_rows(con, "equilibrium_nodes", _node_rows(cfg, sol), key)
-    rows["state_quality"] = db.replace_rows(con, "state_quality", pd.DataFrame(
-        {"state_id": np.arange(m), "exploitability": sol.exploitability, "cfr_iterations": sol.iterations}), key)
-    log = pd.DataFrame(sol.log).drop(columns=["players"])
-    rows["solve_log"] = db.replace_rows(con, "solve_log", log, key)
-    return rows
+    return db.replace_tables(con, [
+        db.Replacement("equilibrium_values", pd.DataFrame(
+            {"state_id": sid.ravel(), "position": pos.ravel(), "value": sol.values.ravel()}), key),
+        db.Replacement("equilibrium_nodes", _node_rows(cfg, sol), key),
+        db.Replacement("state_quality", pd.DataFrame(
+            {"state_id": np.arange(m), "exploitability": sol.exploitability, "cfr_iterations": sol.iterations}), key),
+        db.Replacement("solve_log", pd.DataFrame(sol.log).drop(columns=["players"]), key)])
 
 
 def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:

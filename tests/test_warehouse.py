@@ -67,6 +67,39 @@ def test_frames_streamed_in_one_transaction(tmp_path):
         assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 6
 
 
+def test_tables_replaced_together_are_kept_together_when_a_later_one_fails(tmp_path):
+    """A layer's four tables (or a game and its states) are one replacement: the second table's
+    failure leaves the first table's old rows too, so no reader sees values without their
+    exploitability."""
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+        db.replace_rows(con, "model_payoffs", _payoffs("a", 2), {"game": "a"})
+        with pytest.raises(ValueError, match="lacks columns"):
+            db.replace_tables(con, [db.Replacement("model_examples", _frame("a", 7), {"game": "a"}),
+                                    db.Replacement("model_payoffs", _payoffs("a", 5).drop(columns=["payoff"]),
+                                                   {"game": "a"})])
+        assert con.execute("SELECT count(*) FROM model_examples WHERE game = 'a'").fetchone()[0] == 3
+        assert con.execute("SELECT count(*) FROM model_payoffs WHERE game = 'a'").fetchone()[0] == 2
+        assert db.replace_tables(con, [db.Replacement("model_examples", _frame("a", 7), {"game": "a"}),
+                                       db.Replacement("model_payoffs", _payoffs("a", 5), {"game": "a"})]) == {
+            "model_examples": 7, "model_payoffs": 5}
+        assert con.execute("SELECT count(*) FROM model_payoffs WHERE game = 'a'").fetchone()[0] == 5
+
+
+def _payoffs(game, n):
+    cols = [c.name for c in TABLES["model_payoffs"].columns]
+    values = {"game": game, "model": "harville", "players": 2, "state_id": range(n), "position": 0, "stack": 1.0,
+              "payoff": 1.0}
+    return pd.DataFrame({c: values[c] for c in cols})
+
+
+def test_a_warehouse_whose_folder_cannot_be_made_is_unusable_with_its_path(tmp_path):
+    """--warehouse under a regular file: a clear WarehouseUnusable (the CLI's exit 2), not an OSError."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(db.WarehouseUnusable, match="cannot create the folder"):
+        db.connect(tmp_path / "afile" / "w.duckdb")
+
+
 def test_a_write_whose_query_ctrl_c_interrupted_raises_the_interrupt_and_keeps_the_old_rows(tmp_path):
     """DuckDB rolls back the transaction of a query that Ctrl-C interrupted, so the write's own
     ROLLBACK found none and its "no transaction is active" error hid the interrupt (a build

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,12 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
                                 f"(--warehouse or JAMFOLD_WAREHOUSE)")
     if read_only and not path.exists():
         raise FileNotFoundError(f"no warehouse at {path}: build it first (see README)")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WarehouseUnusable(f"warehouse: cannot create the folder {path.parent} for {path.name} "
+                                f"({exc.strerror or exc}); give a path in a writable folder "
+                                f"(--warehouse or JAMFOLD_WAREHOUSE)") from None
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -156,34 +162,61 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame
     one after the other in the same transaction, so a large table never has to be one frame in
     memory. Returns the number of rows written.
     """
-    spec = TABLES[table]
-    key = dict(key or {})
-    for k in [*key, *(constants or {})]:
-        if k not in spec.column_names:
-            raise ValueError(f"{table}: column {k!r} is not in the table")
-    frames = [frame] if isinstance(frame, pd.DataFrame) else frame
-    where = " AND ".join(f"{k} = ?" for k in key) or "TRUE"
-    written = 0
+    return replace_tables(con, [Replacement(table, frame, key, constants)])[table]
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One table's part of :func:`replace_tables`: the rows of ``table`` matching ``key`` become
+    ``frame`` (a frame or an iterable of frames), ``constants`` filling columns the frames lack."""
+    table: str
+    frame: pd.DataFrame | Iterable[pd.DataFrame]
+    key: Mapping[str, Any] | None = None
+    constants: Mapping[str, Any] | None = None
+
+
+def replace_tables(con: duckdb.DuckDBPyConnection, replacements: Sequence[Replacement]) -> dict[str, int]:
+    """:func:`replace_rows` for several tables in one transaction: tables that belong together (a
+    layer's values, strategies, exploitability and log; a game and its states) are seen together,
+    old or new, and an interrupt or failure leaves every one of them as it was. Returns rows
+    written per table."""
+    for r in replacements:
+        spec = TABLES[r.table]
+        for k in [*(r.key or {}), *(r.constants or {})]:
+            if k not in spec.column_names:
+                raise ValueError(f"{r.table}: column {k!r} is not in the table")
+    written: dict[str, int] = {}
     with capped_memory(con):  # the blocks written need not stay in DuckDB's cache beside the caller's memory
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
-            for part in frames:
-                fixed = {**{k: v for k, v in key.items() if k not in part.columns}, **(constants or {})}
-                missing = set(spec.column_names) - set(part.columns) - set(fixed)
-                if missing:
-                    raise ValueError(f"{table}: frame lacks columns {sorted(missing)}")
-                select = ", ".join("?" if c in fixed else c for c in spec.column_names)
-                con.register("_incoming", part[[c for c in spec.column_names if c not in fixed]])
-                con.execute(f"INSERT INTO {table} ({', '.join(spec.column_names)}) SELECT {select} FROM _incoming",
-                            [fixed[c] for c in spec.column_names if c in fixed])
-                con.unregister("_incoming")
-                written += len(part)
+            for r in replacements:
+                written[r.table] = written.get(r.table, 0) + _replace_in_transaction(con, r)
             con.execute("COMMIT")
         except BaseException:
             with suppress(duckdb.TransactionException):  # DuckDB already rolled back a query Ctrl-C interrupted
                 con.execute("ROLLBACK")
             raise
+    return written
+
+
+def _replace_in_transaction(con: duckdb.DuckDBPyConnection, r: Replacement) -> int:
+    spec = TABLES[r.table]
+    key = dict(r.key or {})
+    frames = [r.frame] if isinstance(r.frame, pd.DataFrame) else r.frame
+    where = " AND ".join(f"{k} = ?" for k in key) or "TRUE"
+    con.execute(f"DELETE FROM {r.table} WHERE {where}", list(key.values()))
+    written = 0
+    for part in frames:
+        fixed = {**{k: v for k, v in key.items() if k not in part.columns}, **(r.constants or {})}
+        missing = set(spec.column_names) - set(part.columns) - set(fixed)
+        if missing:
+            raise ValueError(f"{r.table}: frame lacks columns {sorted(missing)}")
+        select = ", ".join("?" if c in fixed else c for c in spec.column_names)
+        con.register("_incoming", part[[c for c in spec.column_names if c not in fixed]])
+        con.execute(f"INSERT INTO {r.table} ({', '.join(spec.column_names)}) SELECT {select} FROM _incoming",
+                    [fixed[c] for c in spec.column_names if c in fixed])
+        con.unregister("_incoming")
+        written += len(part)
     return written
 
 
