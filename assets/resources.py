@@ -40,10 +40,14 @@ class WarehouseResource(dg.ConfigurableResource):
         return db.connect(self.path, read_only=read_only, wait_s=ASSET_LOCK_WAIT_S)
 
 
-def cache_dir(*parts: str) -> Path:
+def cache_root() -> Path:
     """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo."""
-    root = Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
-    path = root.joinpath(*parts)
+    return Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
+
+
+def cache_dir(*parts: str) -> Path:
+    """The folder ``parts`` under :func:`cache_root`, made if missing."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

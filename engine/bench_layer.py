@@ -36,6 +36,7 @@ Showdown tensors come from sampled tables (a CFR+ iteration costs the same with 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from engine.cfr import HandSolver
+from engine.config import MAX_UNITS
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors, Workspace
 from engine.perf_map import write_perf_map
@@ -114,8 +116,10 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error(f"--units must be at least --players: every stack is at least 1 unit (got {args.units})")
     if args.samples < 1:
         parser.error(f"--samples must be at least 1 (got {args.samples})")
-    if not args.gamma > 0:
-        parser.error(f"--gamma must be > 0 $ (got {args.gamma})")
+    if args.units > MAX_UNITS:
+        parser.error(f"--units must be at most {MAX_UNITS} (got {args.units})")
+    if not (args.gamma > 0 and math.isfinite(args.gamma)):
+        parser.error(f"--gamma must be a finite number > 0 $ (got {args.gamma})")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0 (got {args.seed})")
 

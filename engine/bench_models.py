@@ -18,6 +18,7 @@ import time
 import numba
 import numpy as np
 
+from engine.config import MAX_UNITS
 from engine.equity_models import MODELS, finishing_matrices, finishing_matrix
 from engine.states import enumerate_states
 
@@ -38,6 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing, best is reported (3)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if not 2 <= args.max_players <= 5:
+        ap.error(f"--max-players must be 2 to 5 (got {args.max_players})")
+    if not args.max_players <= args.units <= MAX_UNITS:
+        ap.error(f"--units must be from --max-players to {MAX_UNITS} (got {args.units})")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1 (got {args.repeat})")
+    if args.seed < 0:
+        ap.error(f"--seed must be >= 0 (got {args.seed})")
 
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()

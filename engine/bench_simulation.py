@@ -31,6 +31,7 @@ import time
 import numba
 import numpy as np
 
+from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.simulation import (NC, PackedGame, ShowdownSampler, compact_profile, default_processes, pack_game,
@@ -81,6 +82,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache", default=None, help="npz file: load the packed game from it, or write it there")
     args = parser.parse_args(argv)
+    if not 2 <= args.players <= 5:
+        parser.error(f"--players must be 2 to 5 (got {args.players})")
+    if not args.players <= args.units <= MAX_UNITS:
+        parser.error(f"--units must be from --players to {MAX_UNITS} (got {args.units})")
+    if args.tournaments < 1:
+        parser.error(f"--tournaments must be at least 1 (got {args.tournaments})")
+    if not 0 <= args.seed <= MAX_SIMULATION_SEED:
+        parser.error(f"--seed must be from 0 to 10^12 (got {args.seed})")
+    if args.cache is not None and os.path.isdir(args.cache):
+        parser.error(f"--cache must name an npz file, not a folder (got {args.cache})")
     payouts = (50.0, 30.0, 20.0)[:args.players]
     threads = numba.get_num_threads()
     print(f"numba threads {threads}, cpus {os.cpu_count()}")

@@ -29,12 +29,14 @@ ex post check of the solved equilibrium (the nemesis' policy iteration), layer b
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from pathlib import Path
 
 from engine import tournament
 from engine.cfr import HandSolver
+from engine.config import MAX_UNITS
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors
 from engine.rollout import build_pair_table, build_triple_table
@@ -127,12 +129,15 @@ def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--layer-players must be 2 to 5")
     if args.layer_units < args.layer_players:
         parser.error("--layer-units must be at least --layer-players")
-    if not args.layer_gamma > 0:
-        parser.error("--layer-gamma must be > 0")
+    if max(args.units, args.layer_units, args.sweep_units) > MAX_UNITS:
+        parser.error(f"--units, --layer-units and --sweep-units must be at most {MAX_UNITS}")
+    if not (args.layer_gamma > 0 and math.isfinite(args.layer_gamma)):
+        parser.error("--layer-gamma must be a finite number > 0 $")
     if args.sweep_units and args.sweep_units < 3:
         parser.error("--sweep-units must be 0 (no sweeps) or at least 3")
-    if args.checkpoint is not None and args.checkpoint.exists() and not args.checkpoint.is_dir():
-        parser.error(f"--checkpoint must be a folder: {args.checkpoint} is a file")
+    if args.checkpoint is not None and any(p.exists() and not p.is_dir()
+                                           for p in (args.checkpoint, *args.checkpoint.parents)):
+        parser.error(f"--checkpoint must be a folder: {args.checkpoint} is a file or lies under one")
     if args.layer_sweeps and args.checkpoint is None:
         parser.error("--layer-sweeps needs --checkpoint (the sweeps warm-start from the equilibrium's saved regrets)")
 

@@ -19,6 +19,15 @@ from typing import Any
 MIN_PLAYERS, MAX_PLAYERS = 2, 5
 MAX_UNITS = 200
 ROLLOUT_MODES = ("exact", "sampled")
+MAX_ROLLOUT_SAMPLES = 1_000_000
+"""Boards per matchup a sampled table may take: more than a million approaches the exact tables'
+1,370,754 to 1,712,304 boards, which cost about the same and carry no sampling error."""
+MAX_SIMULATION_SEED = 10**12
+"""A simulation series derives its seeds as seed × 1,000,003 + k, stored as BIGINT: a seed above
+this would overflow the column after hours of simulation."""
+EXAMPLE_STACK_RANGE = (1e-6, 1e12)
+"""Stacks (chips) the equity models take: their sums and products stay far from float64's
+underflow and overflow (Roberts squares 1/x) between these bounds."""
 
 
 class ConfigError(ValueError):
@@ -140,19 +149,24 @@ def _validate(cfg: GameConfig) -> None:
     for name in ("rollout_pairs", "rollout_triples"):
         if getattr(cfg, name) not in ROLLOUT_MODES:
             raise ConfigError(name, f"must be one of {', '.join(ROLLOUT_MODES)}", getattr(cfg, name))
-    if not _is_int(cfg.rollout_samples) or cfg.rollout_samples < 1:
-        raise ConfigError("rollout_samples", "must be a whole number ≥ 1 (boards per matchup)", cfg.rollout_samples)
-    if not _is_int(cfg.rollout_seed) or cfg.rollout_seed < 0:
-        raise ConfigError("rollout_seed", "must be a whole number ≥ 0", cfg.rollout_seed)
+    if not _is_int(cfg.rollout_samples) or not 1 <= cfg.rollout_samples <= MAX_ROLLOUT_SAMPLES:
+        raise ConfigError("rollout_samples", f"must be a whole number from 1 to {MAX_ROLLOUT_SAMPLES:,} (boards per "
+                          "matchup; for more, use the exact tables)", cfg.rollout_samples)
+    if not _is_int(cfg.rollout_seed) or not 0 <= cfg.rollout_seed < 2**63:
+        raise ConfigError("rollout_seed", "must be a whole number from 0 to 2^63 − 1", cfg.rollout_seed)
     if not _is_int(cfg.fgs_depth) or not 0 <= cfg.fgs_depth <= 20:
         raise ConfigError("fgs_depth", "must be a whole number from 0 to 20 (sweeps of FGS)", cfg.fgs_depth)
     if not _is_int(cfg.simulation_tournaments) or not 1000 <= cfg.simulation_tournaments <= 10**10:
         raise ConfigError("simulation_tournaments", "must be a whole number from 1,000 to 10^10", cfg.simulation_tournaments)
-    if not _is_int(cfg.simulation_seed) or cfg.simulation_seed < 0:
-        raise ConfigError("simulation_seed", "must be a whole number ≥ 0", cfg.simulation_seed)
+    if not _is_int(cfg.simulation_seed) or not 0 <= cfg.simulation_seed <= MAX_SIMULATION_SEED:
+        raise ConfigError("simulation_seed", "must be a whole number from 0 to 10^12", cfg.simulation_seed)
+    if not cfg.examples:
+        raise ConfigError("examples", "must list at least one stack vector (the equity models' example tables)", [])
+    lo, hi = EXAMPLE_STACK_RANGE
     for i, ex in enumerate(cfg.examples):
-        if not 2 <= len(ex) <= 9 or not all(_is_number(x) and x > 0 for x in ex):
-            raise ConfigError(f"examples[{i}]", "must list 2 to 9 positive stack sizes", list(ex))
+        if not 2 <= len(ex) <= 9 or not all(_is_number(x) and lo <= x <= hi for x in ex):
+            raise ConfigError(f"examples[{i}]", f"must list 2 to 9 stack sizes, each from {lo:g} to {hi:g} chips",
+                              list(ex))
 
 
 PROFILES: dict[str, dict[str, Any]] = {
@@ -221,10 +235,14 @@ def load_config(path: str | Path) -> GameConfig:
         raise ConfigError("config", "is empty: give the path of a TOML file", str(path))
     if p.is_dir():
         raise ConfigError("config", "is a folder, not a TOML file", str(p))
+    if p.exists() and not p.is_file():
+        raise ConfigError("config", "is not a regular file (a TOML game config is)", str(p))
     if not p.is_file():
         raise ConfigError("config", "file not found", str(p))
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError("config", f"cannot be read ({exc.strerror or exc})", str(p)) from None
     except UnicodeDecodeError:
         raise ConfigError("config", "is not a UTF-8 text file (a TOML game config is)", str(p)) from None
     except tomllib.TOMLDecodeError as exc:

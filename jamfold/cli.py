@@ -49,8 +49,14 @@ def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False
 def cmd_equity(args: argparse.Namespace) -> None:
     from engine import equity_models
 
+    from engine.config import EXAMPLE_STACK_RANGE
+
     limit = 9 if args.model == "roberts" else 20
     stacks = _positive_numbers("--stacks", args.stacks)
+    lo, hi = EXAMPLE_STACK_RANGE
+    if not all(lo <= x <= hi for x in stacks):
+        raise UsageError(f"--stacks: every stack must be from {lo:g} to {hi:g} chips (the models only see their "
+                         f"ratios; got {' '.join(args.stacks)})")
     if not 2 <= len(stacks) <= limit:
         raise UsageError(f"--stacks: the {args.model} model takes 2 to {limit} stacks (got {len(stacks)})")
     payouts = _positive_numbers("--payouts", args.payouts, allow_zero=True)
@@ -60,6 +66,8 @@ def cmd_equity(args: argparse.Namespace) -> None:
         raise UsageError(f"--payouts: pays {len(payouts)} places but there are only {len(stacks)} players")
     if sum(payouts) <= 0:
         raise UsageError(f"--payouts: must pay a positive prize pool (got {' '.join(args.payouts)})")
+    if not math.isfinite(sum(payouts)):
+        raise UsageError(f"--payouts: must have a finite sum (got {' '.join(args.payouts)})")
     P = equity_models.finishing_matrix(args.model, stacks)
     v = equity_models.payoffs(P, payouts)
     if args.json:
@@ -118,12 +126,16 @@ def cmd_showdown(args: argparse.Namespace) -> None:
 def cmd_rollout(args: argparse.Namespace) -> None:
     if args.exact == (args.samples is not None):  # checked before the imports below (seconds)
         raise UsageError("rollout: give exactly one of --exact or --samples N")
-    if args.samples is not None and args.samples < 1:
-        raise UsageError(f"--samples: must be a whole number ≥ 1 (got {args.samples})")
-    if args.seed < 0:
-        raise UsageError(f"--seed: must be ≥ 0 (got {args.seed})")
+    from engine.config import MAX_ROLLOUT_SAMPLES
+
+    if args.samples is not None and not 1 <= args.samples <= MAX_ROLLOUT_SAMPLES:
+        raise UsageError(f"--samples: must be a whole number from 1 to {MAX_ROLLOUT_SAMPLES:,} (boards per matchup; "
+                         f"for more, use --exact) (got {args.samples})")
+    if not 0 <= args.seed < 2**63:
+        raise UsageError(f"--seed: must be from 0 to 2^63 − 1 (got {args.seed})")
     from tqdm import tqdm
 
+    from assets.resources import cache_dir, cache_root
     from assets.rollout import write_pair_table, write_triple_table
     from engine import rollout
     from warehouse import db
@@ -132,6 +144,8 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     rollout_id = "exact" if args.exact else f"sampled-{args.samples}-seed{args.seed}"
     kinds = ["pairs", "triples"] if args.kind == "all" else [args.kind]
     db.connect(args.warehouse).close()  # fail now, not after an hour, if the warehouse is locked
+    if args.exact:
+        _usable_folder("JAMFOLD_CACHE (checkpoints of the exact triples)", cache_root() / "rollout")
     for kind in kinds:
         bar = tqdm(total=1, desc=f"{kind} table ({rollout_id})", unit="matchup", unit_scale=True, file=sys.stderr)
 
@@ -143,7 +157,6 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         if kind == "pairs":
             table = rollout.build_pair_table(mode, samples=args.samples, seed=args.seed, progress=progress)
         else:
-            from assets.resources import cache_dir
             table = rollout.build_triple_table(mode, samples=args.samples, seed=args.seed, progress=progress,
                                                checkpoint_dir=str(cache_dir("rollout", rollout_id)) if args.exact else None)
         bar.close()
@@ -185,22 +198,48 @@ def cmd_site(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------- build
+def _usable_folder(name: str, path: Path) -> None:
+    """A folder a build writes to (checkpoints, the site, Dagster's home), made now, before any
+    work, so that a bad one fails here and not in the last asset hours later."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot create the folder {path} ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"{name}: the folder {path} is not writable")
+
+
+def _fits_in_memory(cfg) -> None:
+    """Refuse a game whose largest layer's solve would not fit this machine's memory (projected
+    from the `thesis` build's measured 6.2 KiB per state and decision node)."""
+    from engine.memory import physical_memory_gib, projected_solve_gib
+    from engine.states import n_states
+
+    need, have = projected_solve_gib(cfg.players, cfg.units), physical_memory_gib()
+    if have is not None and need > have:
+        raise UsageError(f"units: a {cfg.players}-player game of {cfg.units} units has "
+                         f"{n_states(cfg.units, cfg.players):,} {cfg.players}-player states, whose solve would hold "
+                         f"about {need:,.1f} GiB; this machine has {have:.1f} GiB (choose fewer units or players)")
+
+
 def cmd_build(args: argparse.Namespace) -> None:
     cfg = _config_from_args(args)
+    if not args.skip_solve:
+        _fits_in_memory(cfg)
     from warehouse import db
 
     db.connect(args.warehouse).close()  # a bad or busy warehouse fails now, before Dagster loads
     repo = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
+    _usable_folder("DAGSTER_HOME", home)
     from jamfold.instance import write_instance_config
 
     write_instance_config(home)  # as ./lab does
     import dagster as dg
 
     from assets.definitions import ALL_ASSETS
-    from assets.resources import GameResource, WarehouseResource, build_dir
+    from assets.resources import GameResource, WarehouseResource, build_dir, cache_root
     from assets.ex_post import EX_POST_ASSETS
     from assets.deviation import deviation_statistics
     from assets.fgs import fgs_strategies
@@ -209,6 +248,9 @@ def cmd_build(args: argparse.Namespace) -> None:
     from assets.model_ex_post import ex_post_models
     from assets.simulation import simulations
     from assets.solve import LAYER_ASSETS
+
+    _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
+    _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())
 
     cfg_file = ""
     if args.config is not None or _has_overrides(args):
@@ -448,6 +490,19 @@ def build_parser() -> argparse.ArgumentParser:
                            "game's time")
     b.set_defaults(func=cmd_build)
     return p
+
+
+def check_dagster_env() -> None:
+    """`./lab dagster`'s check before it starts the UI: the game that JAMFOLD_CONFIG or
+    JAMFOLD_PROFILE names must load, or exit 2 naming the variable, the field and the rule (the UI
+    would otherwise show it only when an asset runs)."""
+    from engine.config import load_config, profile
+
+    cfg_file = os.environ.get("JAMFOLD_CONFIG", "")
+    try:
+        load_config(cfg_file) if cfg_file else profile(os.environ.get("JAMFOLD_PROFILE", "quick"))
+    except ConfigError as exc:
+        _fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -57,6 +57,14 @@ def test_equity_human_output(capsys):
     (["showdown", "AA", "AA", "AKs"], "cannot be dealt together"),
     (["rollout"], "exactly one of --exact or --samples"),
     (["rollout", "--samples", "0"], "--samples: must be a whole number"),
+    (["rollout", "--samples", "3000000000"], "--samples: must be a whole number from 1 to 1,000,000"),
+    (["rollout", "--samples", "5", "--seed", str(2**63)], "--seed: must be from 0 to 2^63"),
+    (["equity", "--model", "weitzman", "--stacks", "1e308", "1e308", "--payouts", "1"], "--stacks: every stack must be from"),
+    (["equity", "--model", "harville", "--stacks", "1e-320", "1", "--payouts", "1"], "--stacks: every stack must be from"),
+    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "1e308", "1e308"], "--payouts: must have a finite sum"),
+    (["build", "--profile", "quick", "--simulation-seed", str(10**13)], "simulation_seed: must be a whole number from 0"),
+    (["build", "--profile", "quick", "--units", "200"], "units: a 5-player game of 200 units has 63,391,251"),
+    (["build", "--config", "/dev/null"], "config: is not a regular file"),
     (["build", "--profile", "nope"], "profile: unknown profile"),
     (["state", "--profile", "quick", "--stacks", "4", "4"], "--stacks: stacks must sum to the game's units (10)"),
     (["state", "--profile", "quick", "--stacks", "x", "16"], "--stacks: 'x' is not a whole number"),
@@ -88,6 +96,61 @@ def test_bad_input_exits_2_with_message(capsys, argv, needle):
     assert code == 2
     assert needle in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("variable", ["JAMFOLD_CACHE", "JAMFOLD_BUILD_DIR", "DAGSTER_HOME"])
+def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, tmp_path, monkeypatch, variable):
+    """A checkpoint, site or Dagster folder under a regular file: exit 2 naming the variable at the
+    start, not a traceback in the asset that first writes there (the site: the last, hours later).
+    The warehouse stays empty of games: no asset ran."""
+    import duckdb
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv(variable, str(tmp_path / "afile" / "sub"))
+    warehouse = tmp_path / "w.duckdb"
+    code, _, err = run(capsys, "build", "--profile", "quick", "--warehouse", str(warehouse))
+    assert code == 2 and f"{variable}" in err and "cannot create the folder" in err, err
+    assert "Traceback" not in err
+    if warehouse.exists():
+        assert duckdb.connect(str(warehouse), read_only=True).execute("SELECT count(*) FROM games").fetchone()[0] == 0
+
+
+def test_lab_dagster_refuses_a_bad_game_from_the_environment(tmp_path, monkeypatch, capsys):
+    """`./lab dagster` checks JAMFOLD_PROFILE / JAMFOLD_CONFIG before starting the UI, which would
+    otherwise fail only when an asset runs."""
+    from jamfold.cli import check_dagster_env
+
+    monkeypatch.setenv("JAMFOLD_PROFILE", "bogus")
+    with pytest.raises(SystemExit) as info:
+        check_dagster_env()
+    assert info.value.code == 2 and "JAMFOLD_PROFILE: profile: unknown profile" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("players = 3\nunits = 10\nbogus = 1\n")
+    monkeypatch.setenv("JAMFOLD_CONFIG", str(bad))
+    with pytest.raises(SystemExit) as info:
+        check_dagster_env()
+    assert info.value.code == 2 and "JAMFOLD_CONFIG: bogus: is not a config field" in capsys.readouterr().err
+    monkeypatch.setenv("JAMFOLD_CONFIG", "")
+    monkeypatch.setenv("JAMFOLD_PROFILE", "gs08")
+    check_dagster_env()  # a good one passes
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["models", "--repeat", "0"], "--repeat must be at least 1"),
+    (["models", "--max-players", "1"], "--max-players must be 2 to 5"),
+    (["simulation", "--players", "1"], "--players must be 2 to 5"),
+    (["simulation", "--seed", str(10**13)], "--seed must be from 0 to 10^12"),
+    (["layer", "--gamma", "inf"], "--gamma must be a finite number > 0"),
+    (["solver", "--layer-gamma", "inf"], "--layer-gamma must be a finite number > 0"),
+    (["layer", "--units", "100000"], "--units must be at most 200"),
+])
+def test_benchmarks_refuse_bad_arguments_before_any_work(argv, needle):
+    import subprocess
+    from pathlib import Path
+
+    lab = Path(__file__).resolve().parent.parent / "lab"
+    done = subprocess.run([str(lab), "bench", *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and needle in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_warehouse_path_that_is_no_lab_warehouse_exits_2_naming_it(capsys, tmp_path):

@@ -1,5 +1,7 @@
 """Game configs: profiles are valid, and every bad value is rejected naming its field and rule."""
 
+from pathlib import Path
+
 import pytest
 
 from engine.config import ConfigError, PROFILES, load_config, make_config, position_names, profile, with_overrides
@@ -50,6 +52,12 @@ def test_quick_uses_sampled_triples_with_recorded_id():
     (dict(start=(0, 9, 9, 9, 18)), "start"),
     (dict(rollout_triples="guess"), "rollout_triples"),
     (dict(rollout_samples=0), "rollout_samples"),
+    (dict(rollout_samples=3_000_000_000), "rollout_samples"),  # would never finish (and overflow its column)
+    (dict(rollout_seed=2**63), "rollout_seed"),  # past numpy's seed range: failed in the rollout asset
+    (dict(simulation_seed=10**13), "simulation_seed"),  # its sub-seeds overflowed BIGINT after the simulations
+    (dict(examples=[]), "examples"),  # the model tables' pd.concat([]) failed after computing them
+    (dict(examples=[[1e308, 1e308]]), "examples[0]"),  # the equity models over- or underflow
+    (dict(examples=[[2, 5], [1e-320, 1]]), "examples[1]"),
     (dict(fgs_depth=-1), "fgs_depth"),
     (dict(fgs_depth=2.5), "fgs_depth"),
     (dict(simulation_tournaments=10), "simulation_tournaments"),
@@ -85,6 +93,11 @@ def test_load_config_errors(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="config: file not found"):
         load_config(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="config: is not a regular file"):
+        load_config("/dev/null")
+    if Path("/proc/self/mem").exists():  # a file that exists but cannot be read whole: OSError, not a traceback
+        with pytest.raises(ConfigError, match="config: cannot be read"):
+            load_config("/proc/self/mem")
     bad.write_text("players = 3\nunits = 10\nstart = [5, 5]\n")
     with pytest.raises(ConfigError, match="start: must list one stack per player"):
         load_config(bad)
