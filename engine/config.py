@@ -19,6 +19,9 @@ from typing import Any
 MIN_PLAYERS, MAX_PLAYERS = 2, 5
 MAX_UNITS = 200
 ROLLOUT_MODES = ("exact", "sampled")
+MIN_GAMMA_SHARE = 1e-10
+"""The smallest gamma, as a share of the prize pool: values in $ carry float64 rounding of about
+1e-14 of the pool per operation, so a target much below this could not be certified."""
 MAX_ROLLOUT_SAMPLES = 1_000_000
 """Boards per matchup a sampled table may take: more than a million approaches the exact tables'
 1,370,754 to 1,712,304 boards, which cost about the same and carry no sampling error."""
@@ -139,6 +142,10 @@ def _validate(cfg: GameConfig) -> None:
         raise ConfigError("payouts", "must pay a positive prize pool", list(p))
     if not _is_number(cfg.gamma) or cfg.gamma <= 0:
         raise ConfigError("gamma", "must be a number > 0 ($ of exploitability per hand)", cfg.gamma)
+    if cfg.gamma < MIN_GAMMA_SHARE * sum(p):
+        raise ConfigError("gamma", f"must be at least {MIN_GAMMA_SHARE:g} × the prize pool ({MIN_GAMMA_SHARE * sum(p):g} $): "
+                          "below it, float64 rounding of the values is as large as the target and no solve could "
+                          "certify it", cfg.gamma)
     s = cfg.start
     if not isinstance(s, tuple) or len(s) != cfg.players:
         raise ConfigError("start", f"must list one stack per player ({cfg.players})", list(s) if isinstance(s, tuple) else s)

@@ -47,6 +47,7 @@ def test_quick_uses_sampled_triples_with_recorded_id():
     (dict(gamma=0), "gamma"),
     (dict(gamma=-1e-4), "gamma"),
     (dict(gamma="small"), "gamma"),
+    (dict(gamma=1e-300), "gamma"),  # below float64 rounding of the values: the solve would run into its caps
     (dict(start=(9, 9, 9, 9)), "start"),
     (dict(start=(9, 9, 9, 9, 8)), "start"),
     (dict(start=(0, 9, 9, 9, 18)), "start"),
