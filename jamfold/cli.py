@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.config import ConfigError
+from engine.config import ConfigError, GameConfig
 
 EXIT_USAGE = 2
 
@@ -48,7 +48,6 @@ def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False
 
 def cmd_equity(args: argparse.Namespace) -> None:
     from engine import equity_models
-
     from engine.config import EXAMPLE_STACK_RANGE
 
     limit = 9 if args.model == "roberts" else 20
@@ -209,7 +208,7 @@ def _usable_folder(name: str, path: Path) -> None:
         raise UsageError(f"{name}: the folder {path} is not writable")
 
 
-def _fits_in_memory(cfg) -> None:
+def _fits_in_memory(cfg: GameConfig) -> None:
     """Refuse a game whose largest layer's solve would not fit this machine's memory (projected
     from the `thesis` build's measured 6.2 KiB per state and decision node)."""
     from engine.memory import physical_memory_gib, projected_solve_gib
