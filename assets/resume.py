@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from engine.atomic_files import write_text_atomic
 from engine.config import GameConfig
 
 
@@ -60,9 +60,7 @@ class UnitCheckpoint:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(unit)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         self._drop_work(unit)
 
     def work_dir(self, unit: str) -> Path | None:

@@ -42,7 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from engine.cfr import HandSolver, exploitability_from_cf
-from engine.checkpoint import BlockSaver, RowStream, blocks_of_step, next_block_path, step_blocks, write_npz
+from engine.checkpoint import (BlockSaver, RowStream, blocks_of_step, next_block_path, reading_checkpoint, step_blocks,
+                               write_npz)
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -217,10 +218,11 @@ def _save_rounds(folder: Path, n: int, W: np.ndarray, log: list[dict], finished:
 
 
 def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
-    data = np.load(_round_path(folder, n))
-    log = [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
-            "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
-    return data["W"], log, bool(data["finished"])
+    with reading_checkpoint(_round_path(folder, n)):
+        data = np.load(_round_path(folder, n))
+        log = [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
+                "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
+        return data["W"], log, bool(data["finished"])
 
 
 def _save_block(folder: Path, n: int, rnd: int, states: list[int], results: list, base_probs: list,
@@ -245,18 +247,19 @@ def _load_blocks(folder: Path, n: int, rnd: int, base_probs: list) -> tuple[dict
     restored: dict[int, tuple] = {}
     elapsed = 0.0
     for path in blocks_of_step(folder, f"nemesis{n}", "round", rnd):
-        data = np.load(path)
-        base, seats = RowStream(data, "base"), RowStream(data, "seats")
-        try:
-            for s, t, update, deviating, own in zip(data["states"].tolist(), data["terminals"].tolist(),
-                                                     data["updates"], data["deviating"].tolist(), data["own"]):
-                base_probs[s] = base.take(t)
-                per_seat = [seats.take(t) if o else base_probs[s] for o in own]
-                restored[s] = (update.copy(), per_seat, deviating)
-        finally:
-            base.close()
-            seats.close()
-        elapsed = max(elapsed, float(data["elapsed"]))
+        with reading_checkpoint(path):
+            data = np.load(path)
+            base, seats = RowStream(data, "base"), RowStream(data, "seats")
+            try:
+                for s, t, update, deviating, own in zip(data["states"].tolist(), data["terminals"].tolist(),
+                                                         data["updates"], data["deviating"].tolist(), data["own"]):
+                    base_probs[s] = base.take(t)
+                    per_seat = [seats.take(t) if o else base_probs[s] for o in own]
+                    restored[s] = (update.copy(), per_seat, deviating)
+            finally:
+                base.close()
+                seats.close()
+            elapsed = max(elapsed, float(data["elapsed"]))
     return restored, elapsed
 
 

@@ -31,16 +31,18 @@ the state records existed still load: their states are simply checked afresh.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import zipfile
+import zlib
+from contextlib import contextmanager
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.atomic_files import replace_durably
 from engine.cfr import NC, REGRET_ARRAYS, HandSolver
 
 LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
@@ -48,6 +50,24 @@ LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_u
               "max_exploitability": float,
               "wall_s": float}
 """Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
+
+
+class DamagedCheckpoint(ValueError):
+    """A checkpoint file that cannot be read back (empty or cut short on disk)."""
+
+
+@contextmanager
+def reading_checkpoint(path: Path):
+    """Name a damaged checkpoint file, and what to do about it, instead of a zip or numpy traceback
+    at every restart. (Files are written complete or not at all, see :mod:`engine.atomic_files`;
+    this is for a disk that lost their bytes. Changed bytes of a stored member are not detected:
+    numpy reads a member's data without reaching the zip's CRC check.)"""
+    try:
+        yield
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise DamagedCheckpoint(f"checkpoint {path} cannot be read back ({exc}); delete it to redo the work it "
+                                f"held, then run the same command again") from None
+
 
 @dataclass
 class Ledger:
@@ -182,7 +202,7 @@ def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple
                 np.lib.format.write_array_header_1_0(f, header)
                 for p in pieces:
                     f.write(np.ascontiguousarray(p, dtype=dtype).tobytes())
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
 
 
 def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | None) -> tuple[dict, dict]:
@@ -369,24 +389,25 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
     """(values, log, outer iterations done, finished) from ``layer{n}.npz``, its records put back
     (without ``profiles``: only what a warm start needs, see :func:`restore_records`)."""
     path = layer_path(folder, n)
-    data = np.load(path)
-    try:
-        restore_records(data, solvers, ledger, profiles)
-    except ValueError as exc:
-        raise ValueError(f"checkpoint {path}: {exc}") from None
-    if ledger is not None and "V_at_keys" in data:
-        ledger.V_at = {int(k): v for k, v in zip(data["V_at_keys"], data["V_at"])}
-    if ledger is not None and "held_retries" in data:  # (checkpoints from before the retries: none tried)
-        ledger.held_retries, ledger.held_retries_allowed = (int(x) for x in data["held_retries"])
-    if ledger is not None:  # (checkpoints from before: not settled, the next run checks once more)
-        ledger.settled = bool(data["settled"]) if "settled" in data else False
-    keys = [str(k) for k in data["log_keys"]]
-    log = []
-    for row in data["log"]:
-        saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
-        log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
-    finished = bool(data["finished"]) if "finished" in data else False
-    return data["V"], log, int(data["outer"]), finished
+    with reading_checkpoint(path):
+        data = np.load(path)
+        try:
+            restore_records(data, solvers, ledger, profiles)
+        except ValueError as exc:
+            raise ValueError(f"checkpoint {path}: {exc}") from None
+        if ledger is not None and "V_at_keys" in data:
+            ledger.V_at = {int(k): v for k, v in zip(data["V_at_keys"], data["V_at"])}
+        if ledger is not None and "held_retries" in data:  # (checkpoints from before the retries: none tried)
+            ledger.held_retries, ledger.held_retries_allowed = (int(x) for x in data["held_retries"])
+        if ledger is not None:  # (checkpoints from before: not settled, the next run checks once more)
+            ledger.settled = bool(data["settled"]) if "settled" in data else False
+        keys = [str(k) for k in data["log_keys"]]
+        log = []
+        for row in data["log"]:
+            saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
+            log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
+        finished = bool(data["finished"]) if "finished" in data else False
+        return data["V"], log, int(data["outer"]), finished
 
 
 def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
@@ -399,14 +420,15 @@ def load_blocks(folder: Path, n: int, outer: int, solvers: list[HandSolver],
     done: dict[int, int] = {}
     elapsed = 0.0
     for path in blocks_of_step(folder, f"layer{n}", "outer", outer):
-        data = np.load(path)
-        try:
-            states = restore_records(data, solvers, ledger)
-        except ValueError as exc:
-            raise ValueError(f"checkpoint {path}: {exc}") from None
-        done.update(zip(states.tolist(), data["spent"].tolist()))
-        if "elapsed" in data:  # (blocks from before the time was kept: none counted)
-            elapsed = max(elapsed, float(data["elapsed"]))
+        with reading_checkpoint(path):
+            data = np.load(path)
+            try:
+                states = restore_records(data, solvers, ledger)
+            except ValueError as exc:
+                raise ValueError(f"checkpoint {path}: {exc}") from None
+            done.update(zip(states.tolist(), data["spent"].tolist()))
+            if "elapsed" in data:  # (blocks from before the time was kept: none counted)
+                elapsed = max(elapsed, float(data["elapsed"]))
     return done, elapsed
 
 
@@ -425,7 +447,7 @@ def load_measure_blocks(folder: Path, n: int, outer: int, bound: np.ndarray) -> 
     done: list[int] = []
     elapsed = 0.0
     for path in blocks_of_step(folder, f"layer{n}", "measure", outer):
-        with np.load(path) as data:
+        with reading_checkpoint(path), np.load(path) as data:
             bound[data["states"]] = data["bound"]
             done.extend(data["states"].tolist())
             elapsed = max(elapsed, float(data["elapsed"]))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import BlockSaver, RowStream, next_block_path, step_blocks, write_npz
+from engine.checkpoint import BlockSaver, RowStream, next_block_path, reading_checkpoint, step_blocks, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import kinded_clock, states_done_events
@@ -105,7 +105,7 @@ def _save_block(folder: Path, n: int, states: list[int], out: list, elapsed: flo
 
 def _load_block(path: Path, out: list) -> float:
     """Put a block's outcome probabilities back into ``out``; the pass's seconds when it was saved."""
-    with np.load(path) as data:
+    with reading_checkpoint(path), np.load(path) as data:
         probs = RowStream(data, "probs")
         try:
             for s, t in zip(data["states"].tolist(), data["terminals"].tolist()):

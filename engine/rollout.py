@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.atomic_files import replace_durably
 from engine.cards import N_CLASSES
 from engine.rollout_exact import ORDER_PLAYERS, ORDERS, deal_counts, matchup_hists, order_shares
 from engine.rollout_sampled import sample_hists
@@ -358,7 +359,7 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     with open(tmp, "wb") as f:
         np.save(f, arr)
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
 
 
 def _load_chunk(path: Path | None, rows: int) -> np.ndarray | None:
@@ -367,7 +368,7 @@ def _load_chunk(path: Path | None, rows: int) -> np.ndarray | None:
         return None
     try:
         saved = np.load(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError):  # unreadable: computed again (a chunk is minutes of work)
         return None
     return saved if saved.shape == (rows, 7) else None
 

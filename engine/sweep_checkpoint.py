@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.cfr import HandSolver
-from engine.checkpoint import RowStream, restore_records, solver_records, write_npz
+from engine.checkpoint import RowStream, reading_checkpoint, restore_records, solver_records, write_npz
 from engine.game_tree import CompiledHand
 from engine.hand_pass import SolverTensors
 
@@ -96,13 +96,14 @@ def load_sweep_parts(folder: Path, label: str, n: int, hands: list[CompiledHand]
     done: list[int] = []
     wall_s = 0.0
     for path in part_paths(folder, label, n):
-        data = np.load(path)
-        states = data["states"]
-        if not np.array_equal([len(hands[s].node_actor) for s in states], data["sizes"]):
-            raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
-        if solvers is not None and "regret_jam" in data:
-            restore_records(data, solvers, None)
-        layer["values"][states] = data["values"]
+        with reading_checkpoint(path):
+            data = np.load(path)
+            states = data["states"]
+            if not np.array_equal([len(hands[s].node_actor) for s in states], data["sizes"]):
+                raise ValueError(f"checkpoint {path} does not match this game (delete it to start over)")
+            if solvers is not None and "regret_jam" in data:
+                restore_records(data, solvers, None)
+            layer["values"][states] = data["values"]
         layer["exploitability"][states] = data["exploitability"]
         layer["iterations"][states] = data["spent"]
         for s, strategy, probs in zip(states.tolist(), *_split_results(data)):
@@ -142,17 +143,20 @@ def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand]
         return None
     for part in part_paths(folder, label, n):  # left by an interrupt between the layer's save and their deletion
         part.unlink()
-    data = np.load(results)
-    sizes = data["sizes"]
-    if len(sizes) != len(hands) or any(int(k) != len(h.node_actor) for k, h in zip(sizes, hands)):
-        raise ValueError(f"checkpoint {results} does not match this game (delete it to start over)")
+    with reading_checkpoint(results):
+        data = np.load(results)
+        sizes = data["sizes"]
+        if len(sizes) != len(hands) or any(int(k) != len(h.node_actor) for k, h in zip(sizes, hands)):
+            raise ValueError(f"checkpoint {results} does not match this game (delete it to start over)")
+        kept, order_probs = _split_results(data) if strategies else ([], [])
+        found = {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
+                 "wall_s": float(data["wall_s"]), "strategies": kept, "order_probs": order_probs}
     solvers = None
     if solver_file.exists():
         solvers = [HandSolver(h, tensors) for h in hands]
-        restore_records(np.load(solver_file), solvers, None)
-    kept, order_probs = _split_results(data) if strategies else ([], [])
-    return {"values": data["values"], "exploitability": data["exploitability"], "iterations": data["iterations"],
-            "wall_s": float(data["wall_s"]), "solvers": solvers, "strategies": kept, "order_probs": order_probs}
+        with reading_checkpoint(solver_file):
+            restore_records(np.load(solver_file), solvers, None)
+    return {**found, "solvers": solvers}
 
 
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:

@@ -317,7 +317,9 @@ def _write_config(cfg, repo: Path) -> Path:
     lines = []
     for k, v in cfg.to_dict().items():
         lines.append(f"{k} = {json.dumps(v)}")
-    path.write_text("\n".join(lines) + "\n")
+    from engine.atomic_files import write_text_atomic
+
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return path
 
 

@@ -23,4 +23,6 @@ def write_instance_config(home: Path) -> None:
     """Write :data:`DAGSTER_YAML` into DAGSTER_HOME ``home`` unless it holds a config of its own."""
     path = home / "dagster.yaml"
     if not path.exists() or path.read_text() == OLD_DAGSTER_YAML:
-        path.write_text(DAGSTER_YAML)
+        from engine.atomic_files import write_text_atomic
+
+        write_text_atomic(path, DAGSTER_YAML)  # a truncated one would pass for the user's own

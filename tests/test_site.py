@@ -618,3 +618,34 @@ def test_every_chart_titles_its_axes_and_legends(tiny_build):
             charts += 1
             assert not _untitled_encodings(json.loads(body)), (page.name, target, _untitled_encodings(json.loads(body)))
     assert charts >= 15, charts
+
+
+def test_a_site_left_between_its_two_renames_comes_back_even_if_the_next_build_fails(tmp_path):
+    """A build killed after moving the last site aside (site → site.old) and before moving the new
+    one in left no site; the next build puts the last one back first, so a failing build (here:
+    no warehouse) still leaves a site to browse."""
+    from sitegen.build import build_site
+
+    out = tmp_path / "out"
+    (out / "site.old").mkdir(parents=True)
+    (out / "site.old" / "index.html").write_text("the last site")
+    with pytest.raises(FileNotFoundError):
+        build_site("tiny", tmp_path / "missing.duckdb", out)
+    assert (out / "site" / "index.html").read_text() == "the last site"
+
+
+def test_the_vega_bundle_a_killed_build_left_short_is_made_again(tmp_path):
+    """The chart library is kept between builds, stamped with vl-convert's version and its length:
+    a truncated file (a build killed while writing it, before the atomic write) is remade."""
+    import vl_convert as vlc
+
+    from sitegen.embed import write_assets
+
+    write_assets(tmp_path)
+    bundle = tmp_path / "assets" / "vega-bundle.js"
+    full = bundle.read_text()
+    assert len(full) > 100_000 and (tmp_path / "assets" / "vega-bundle.stamp").read_text().split()[0] == vlc.__version__
+    bundle.write_text(full[:1000])
+    write_assets(tmp_path)
+    assert bundle.read_text() == full
+    assert not list((tmp_path / "assets").glob("*.tmp"))

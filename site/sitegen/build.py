@@ -61,8 +61,10 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
 def build_site(game: str, warehouse: str | Path | None = None, out: Path | None = None) -> Path:
     """Pages + mkdocs build; the finished site replaces ``out/site`` only once it is complete."""
     out = out or REPO_ROOT / "build"
-    write_pages(game, out / "docs", warehouse)
     fresh, final, old = out / "site.new", out / "site", out / "site.old"
+    if not final.exists() and old.exists():  # a build killed between its two renames: the last site back
+        old.rename(final)
+    write_pages(game, out / "docs", warehouse)
     shutil.rmtree(fresh, ignore_errors=True)
     env = {**os.environ, "JAMFOLD_DOCS_DIR": str(out / "docs")}
     config = _write_config(out, [(title, page) for title, page in NAV if (out / "docs" / page).exists()])

@@ -1,0 +1,59 @@
+"""Files that are complete or absent, even after a power loss.
+
+A checkpoint is written to a temporary name and renamed over its final one, so a killed process
+leaves either the old file or the new one. A rename alone is not enough after a power loss: the
+file system may keep the rename (and the deletions of the blocks it replaced) but not the new
+file's contents, which come back empty. So the temporary file's data is forced to disk before the
+rename, and the folder's entry after it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_file(path: Path) -> None:
+    """Force ``path``'s data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Force ``folder``'s entries (a rename into it) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a folder
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_durably(tmp: Path, path: Path) -> None:
+    """Move the finished ``tmp`` over ``path``: its data on disk first, then the rename."""
+    fsync_file(tmp)
+    os.replace(tmp, path)
+    fsync_folder(path.parent)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` complete or not at all (a temporary name unique to this process)."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        replace_durably(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # (gone once renamed; a failed write leaves no temporary behind)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
+    write_bytes_atomic(path, text.encode("utf-8"))

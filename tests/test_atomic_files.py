@@ -1,0 +1,68 @@
+"""Checkpoint files are complete or absent: written to a temporary name, forced to disk, renamed."""
+
+import os
+
+import pytest
+
+from engine import atomic_files
+
+
+def test_an_atomic_write_replaces_the_file_whole_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "record.json"
+    atomic_files.write_text_atomic(path, "old")
+    atomic_files.write_text_atomic(path, "new ✓")
+    assert path.read_text(encoding="utf-8") == "new ✓"
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+
+
+def test_a_write_that_fails_midway_keeps_the_old_file(tmp_path, monkeypatch):
+    """The old file stays until the new one is complete on disk: a failure while forcing the new
+    data to disk (as a kill or a full disk would cut the write short) leaves the old file as it was."""
+    path = tmp_path / "record.json"
+    atomic_files.write_text_atomic(path, "old")
+
+    def no_disk(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", no_disk)
+    with pytest.raises(OSError):
+        atomic_files.write_text_atomic(path, "new")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+
+
+def test_a_checkpoint_is_forced_to_disk_before_its_rename(tmp_path, monkeypatch):
+    """write_npz syncs its temporary file before renaming it over the checkpoint (a power loss
+    could otherwise keep the rename and lose the data), then the folder."""
+    import numpy as np
+
+    from engine.checkpoint import write_npz
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
+    path = tmp_path / "layer3.npz"
+    write_npz(path, {"V": np.arange(6.0)}, {"R": (np.float32, 2, [np.ones((3, 2))])})
+    assert events == ["fsync", "replace", "fsync"]
+    with np.load(path) as saved:
+        assert saved["V"].tolist() == list(range(6)) and saved["R"].shape == (3, 2)
+
+
+@pytest.mark.parametrize("damage", ["empty", "cut short"])
+def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, damage):
+    """A checkpoint the disk lost bytes of (empty or cut short, as a power loss before the data
+    reached the disk left files before they were synced): the resume says which file and that
+    deleting it redoes its work, instead of a zip or numpy traceback at every restart."""
+    import numpy as np
+
+    from engine.checkpoint import DamagedCheckpoint, load_measure_blocks, save_measure_block
+
+    bound = np.linspace(0, 1, 10)
+    save_measure_block(tmp_path, 4, 7, [1, 3, 5], bound, elapsed=12.0)
+    [path] = list(tmp_path.glob("*.npz"))
+    fresh = np.zeros(10)
+    assert load_measure_blocks(tmp_path, 4, 7, fresh)[0] == [1, 3, 5]  # intact, it reads back
+    data = path.read_bytes()
+    path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    with pytest.raises(DamagedCheckpoint, match=f"checkpoint {path} cannot be read back .*delete it to redo"):
+        load_measure_blocks(tmp_path, 4, 7, np.zeros(10))
