@@ -31,6 +31,7 @@ the state records existed still load: their states are simply checked afresh.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import zipfile
@@ -234,9 +235,33 @@ def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger
     return small, streams
 
 
+def lower_fingerprint(lower_values: Mapping[int, np.ndarray]) -> str:
+    """SHA-1 of the smaller layers' values a layer is solved against: its checkpoint keeps it, so a
+    checkpoint is not taken up against other values (a smaller layer solved again differently).
+    Values are rounded to 1e-9 $ first (and -0 made 0), so that the same values read back another
+    way (from the warehouse, from a checkpoint) give the same fingerprint."""
+    digest = hashlib.sha1()
+    for k in sorted(lower_values):
+        digest.update(f"{k}:".encode())
+        digest.update((np.round(np.asarray(lower_values[k], np.float64), 9) + 0.0).tobytes())
+    return digest.hexdigest()
+
+
+def check_lower_fingerprint(folder: Path, n: int, expected: str) -> None:
+    """Refuse ``layer{n}.npz`` when it was solved against other smaller layers' values than
+    ``expected`` (:func:`lower_fingerprint`); a checkpoint from before fingerprints is taken as is."""
+    path = layer_path(folder, n)
+    with reading_checkpoint(path), np.load(path) as data:
+        saved = str(data["lower_fingerprint"]) if "lower_fingerprint" in data else None
+    if saved is not None and saved != expected:
+        raise ValueError(f"checkpoint {path} was solved against other values of the smaller layers than theirs now "
+                         f"(one was solved again since); delete it to solve the {n}-player layer against them")
+
+
 def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver],
-               ledger: Ledger, finished: bool = False) -> None:
-    """The layer after ``outer`` outer iterations (``finished``: solved and measured); drops its blocks."""
+               ledger: Ledger, finished: bool = False, lower: str | None = None) -> None:
+    """The layer after ``outer`` outer iterations (``finished``: solved and measured), with the
+    fingerprint ``lower`` of the smaller layers' values it was solved against; drops its blocks."""
     small, streams = solver_records(np.arange(len(solvers)), solvers, ledger)
     referenced = sorted(ledger.V_at)
     small.update(V=V, outer=np.array(outer), finished=np.array(finished),
@@ -245,6 +270,8 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
                  log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
                  log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
                  V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
+    if lower is not None:
+        small["lower_fingerprint"] = np.array(lower)
     write_npz(layer_path(folder, n), small, streams)
     for _, _, p in block_paths(folder, n) + step_blocks(folder, f"layer{n}", "measure"):
         p.unlink()

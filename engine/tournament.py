@@ -38,8 +38,8 @@ import numpy as np
 
 from engine import states
 from engine.cfr import HandSolver
-from engine.checkpoint import (BlockSaver, Ledger, layer_path, load_blocks, load_layer, load_measure_blocks, save_block,
-                               save_layer, save_measure_block)
+from engine.checkpoint import (BlockSaver, Ledger, check_lower_fingerprint, layer_path, load_blocks, load_layer,
+                               load_measure_blocks, lower_fingerprint, save_block, save_layer, save_measure_block)
 from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
@@ -417,7 +417,9 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
         ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
         return True
 
+    lower = lower_fingerprint(lower_values)
     if checkpoint is not None and layer_path(checkpoint, n).exists():
+        check_lower_fingerprint(checkpoint, n, lower)
         V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
         over = np.flatnonzero(ledger.bound > gamma) if finished else np.zeros(0, np.int64)
         if progress:
@@ -588,7 +590,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             retry = settled and retry_held(np.flatnonzero(ledger.bound > gamma), outer + 1)
             ledger.settled = settled and not retry
             if checkpoint is not None:
-                save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
+                save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger, lower=lower)
                 release_free_memory()
             if ledger.settled:
                 converged = True
@@ -597,7 +599,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
             _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
                           checkpoint if converged else None, checkpoint_every, progress)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
-                save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
+                save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True, lower=lower)
     finally:
         pool.close()
     if progress:

@@ -102,6 +102,21 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
     np.testing.assert_allclose(resumed.values, solved[3].values, atol=5 * GAMMA)
 
 
+def test_a_checkpoint_solved_against_other_smaller_layers_is_refused(tmp_path, tiny_tensors, solved):
+    """A layer's checkpoint keeps a fingerprint of the smaller layers' values it was solved
+    against: resumed against other values (a smaller layer solved again differently) it is refused
+    with its path, not taken up as if it still held; the same values, read back as float64 from
+    elsewhere (rounded to 1e-12 $), resume it."""
+    lower = {2: solved[2].values}
+    solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=1)
+    moved = {2: solved[2].values + np.array([[1e-3, -1e-3]])}
+    with pytest.raises(ValueError, match=r"layer3\.npz was solved against other values of the smaller layers"):
+        solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, moved, threads=1, checkpoint=tmp_path, max_outer=2)
+    same = {2: np.round(solved[2].values, 12)}
+    again = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, same, threads=1, checkpoint=tmp_path, max_outer=2)
+    assert len(again.log) == 2
+
+
 def test_a_resumed_solve_writes_new_records_into_the_restored_ones(tmp_path, tiny_tensors, solved, monkeypatch):
     """The records a resume restores (made in the main thread) take the re-solves' new ones in their
     own memory, so the freed pages a trim cannot hand back never pile up (engine.memory): each state
@@ -395,13 +410,13 @@ def test_a_resumed_outer_iteration_reports_its_seconds_with_its_earlier_runs(mon
     ("bench_layer", ["--players", "7"], "--players must be 2 to 5"),
     ("bench_layer", ["--players", "4", "--units", "3"], "--units must be at least --players"),
     ("bench_layer", ["--samples", "0"], "--samples must be at least 1"),
-    ("bench_layer", ["--gamma", "0"], "--gamma must be > 0"),
+    ("bench_layer", ["--gamma", "0"], "--gamma must be a finite number > 0"),
     ("bench_layer", ["--seed", "-1"], "--seed must be >= 0"),
     ("bench_solver", ["--units", "4"], "--units must be at least 5"),
     ("bench_solver", ["--iterations", "0"], "--iterations must be at least 1"),
     ("bench_solver", ["--layer-players", "6"], "--layer-players must be 2 to 5"),
     ("bench_solver", ["--layer-players", "4", "--layer-units", "3"], "--layer-units must be at least --layer-players"),
-    ("bench_solver", ["--layer-gamma", "0"], "--layer-gamma must be > 0"),
+    ("bench_solver", ["--layer-gamma", "0"], "--layer-gamma must be a finite number > 0"),
     ("bench_solver", ["--sweep-units", "2"], "--sweep-units must be 0 (no sweeps) or at least 3"),
     ("bench_solver", ["--layer-sweeps"], "--layer-sweeps needs --checkpoint"),
 ])
