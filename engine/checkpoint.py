@@ -31,7 +31,9 @@ the state records existed still load: their states are simply checked afresh.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import re
 import time
 import zipfile
@@ -51,6 +53,35 @@ LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_u
               "max_exploitability": float,
               "wall_s": float}
 """Fields of a layer's per-outer-iteration log entry (the ``solve_log`` table), in order, with their types."""
+
+
+class FolderBusy(RuntimeError):
+    """A checkpoint folder another process is working in."""
+
+
+@contextmanager
+def folder_lock(folder: Path, what: str):
+    """Hold ``folder`` for this process while ``what`` works in it (an exclusive ``flock`` on
+    ``folder/.lock``, released when the block ends or the process dies): two processes writing the
+    same checkpoints would overwrite each other's temporary files and block numbers."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise FolderBusy(f"{what} is already running in {folder} (process {holder}); wait for it to end or "
+                             f"stop it, then run this again") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class DamagedCheckpoint(ValueError):

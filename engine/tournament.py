@@ -39,7 +39,8 @@ import numpy as np
 from engine import states
 from engine.cfr import HandSolver
 from engine.checkpoint import (BlockSaver, Ledger, check_lower_fingerprint, layer_path, load_blocks, load_layer,
-                               load_measure_blocks, lower_fingerprint, save_block, save_layer, save_measure_block)
+                               folder_lock, load_measure_blocks, lower_fingerprint, save_block, save_layer,
+                               save_measure_block)
 from engine.exploitability_bounds import gain_bounds, margin_bounds
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
@@ -380,8 +381,20 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     one, the states finished every ``checkpoint_every`` seconds (see :mod:`engine.checkpoint`),
     and resumes from there: an interrupt loses at most that much work. A layer that settles at
     gamma with states held above it (their solves ran into the CFR+ iteration cap) tries them
-    again ``held_retries`` times with a growing cap (see :data:`HELD_RETRIES`).
+    again ``held_retries`` times with a growing cap (see :data:`HELD_RETRIES`). The folder is
+    locked while the solve runs: a second process solving into it (a `dagster dev` run beside a
+    `./lab build` of the same game) is refused rather than mixing its blocks in.
     """
+    args = (units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations, checkpoint,
+            progress, loose, checkpoint_every, held_retries)
+    if checkpoint is None:
+        return _solve_layer(*args)
+    with folder_lock(checkpoint, f"the {n}-player layer's solve"):
+        return _solve_layer(*args)
+
+
+def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations,
+                 checkpoint, progress, loose, checkpoint_every, held_retries) -> LayerSolution:
     slack = SOLVE_SLACK.get(n, 1.0)
     t_start = time.perf_counter()
     release_free_memory()  # what earlier work freed, before this layer's solvers are made (SolverPool)

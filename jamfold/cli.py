@@ -275,7 +275,10 @@ def cmd_build(args: argparse.Namespace) -> None:
     run_config: dict = {"loggers": {"build": {}}}
     if args.skip_models:  # the deviation statistics compare the models that need no sweep
         run_config["ops"] = {"deviation_statistics": {"config": {"sweeps_left_out": True}}}
-    with SigintWatch() as sigints:
+    from engine.checkpoint import folder_lock
+
+    # one build of a game at a time: two would write the same checkpoints
+    with folder_lock(cache_root() / "builds" / cfg.name, f"a build of game '{cfg.name}'"), SigintWatch() as sigints:
         progress = BuildProgress(total=len(selection), sigints=sigints)
         defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
                               jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
@@ -519,7 +522,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from warehouse.db import WarehouseBusy, WarehouseUnusable
         if isinstance(exc, WarehouseUnusable):  # a bad --warehouse / JAMFOLD_WAREHOUSE: usage
             _fail(str(exc))
-        if isinstance(exc, WarehouseBusy):
+        from engine.checkpoint import FolderBusy
+        if isinstance(exc, (WarehouseBusy, FolderBusy)):
             print(f"jamfold: error: {exc}", file=sys.stderr)
             raise SystemExit(1) from None
         raise

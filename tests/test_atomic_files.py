@@ -66,3 +66,25 @@ def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, damage):
     path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
     with pytest.raises(DamagedCheckpoint, match=f"checkpoint {path} cannot be read back .*delete it to redo"):
         load_measure_blocks(tmp_path, 4, 7, np.zeros(10))
+
+
+def test_a_checkpoint_folder_is_held_by_one_process_at_a_time(tmp_path):
+    """Two solves writing the same checkpoints would overwrite each other's temporary files and
+    block numbers: the second is refused, naming the process that holds the folder; once released
+    the folder is free again."""
+    from engine.checkpoint import FolderBusy, folder_lock
+
+    with folder_lock(tmp_path, "the 4-player layer's solve"):
+        with pytest.raises(FolderBusy, match=rf"the 4-player layer's solve is already running in .* \(process {os.getpid()}\)"):
+            with folder_lock(tmp_path, "the 4-player layer's solve"):
+                pass
+    with folder_lock(tmp_path, "the 4-player layer's solve"):
+        pass
+
+
+def test_a_layer_solve_into_a_folder_another_holds_is_refused(tmp_path, tiny_tensors):
+    from engine.checkpoint import FolderBusy, folder_lock
+    from engine.tournament import solve_layer
+
+    with folder_lock(tmp_path, "a test"), pytest.raises(FolderBusy, match="2-player layer's solve is already running"):
+        solve_layer(6, 2, (70.0, 30.0), 1e-3, tiny_tensors, {}, threads=1, checkpoint=tmp_path)

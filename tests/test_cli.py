@@ -115,6 +115,17 @@ def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, t
         assert duckdb.connect(str(warehouse), read_only=True).execute("SELECT count(*) FROM games").fetchone()[0] == 0
 
 
+def test_a_second_build_of_the_same_game_is_refused_while_the_first_runs(capsys, tmp_path, monkeypatch):
+    """One build of a game at a time (they would write the same checkpoints): the second says so in
+    one line and exits 1, before any asset runs."""
+    from engine.checkpoint import folder_lock
+
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    with folder_lock(tmp_path / "cache" / "builds" / "quick", "a build of game 'quick'"):
+        code, _, err = run(capsys, "build", "--profile", "quick", "--warehouse", str(tmp_path / "w.duckdb"))
+    assert code == 1 and "a build of game 'quick' is already running" in err and "Traceback" not in err, err
+
+
 def test_lab_dagster_refuses_a_bad_game_from_the_environment(tmp_path, monkeypatch, capsys):
     """`./lab dagster` checks JAMFOLD_PROFILE / JAMFOLD_CONFIG before starting the UI, which would
     otherwise fail only when an asset runs."""
