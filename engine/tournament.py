@@ -390,6 +390,8 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     if checkpoint is None:
         return _solve_layer(*args)
     with folder_lock(checkpoint, f"the {n}-player layer's solve"):
+        for left in checkpoint.glob(f"layer{n}*.tmp*"):  # a save a kill cut short (up to 15 GB): never read
+            left.unlink()
         return _solve_layer(*args)
 
 

@@ -82,9 +82,13 @@ def test_a_checkpoint_folder_is_held_by_one_process_at_a_time(tmp_path):
         pass
 
 
-def test_a_layer_solve_into_a_folder_another_holds_is_refused(tmp_path, tiny_tensors):
+def test_a_layer_solve_into_a_folder_another_holds_is_refused_and_a_free_one_drops_cut_saves(tmp_path, tiny_tensors):
     from engine.checkpoint import FolderBusy, folder_lock
     from engine.tournament import solve_layer
 
     with folder_lock(tmp_path, "a test"), pytest.raises(FolderBusy, match="2-player layer's solve is already running"):
         solve_layer(6, 2, (70.0, 30.0), 1e-3, tiny_tensors, {}, threads=1, checkpoint=tmp_path)
+    # free, it solves, dropping the temporary file a killed save left (never read, up to 15 GB)
+    (tmp_path / "layer2.npz.tmp").write_bytes(b"PK half a file")
+    solve_layer(6, 2, (70.0, 30.0), 1e-3, tiny_tensors, {}, threads=1, checkpoint=tmp_path)
+    assert (tmp_path / "layer2.npz").exists() and not list(tmp_path.glob("*.tmp*"))
