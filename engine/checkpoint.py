@@ -39,7 +39,7 @@ import time
 import zipfile
 import zlib
 from contextlib import contextmanager
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,7 @@ class FolderBusy(RuntimeError):
 
 
 @contextmanager
-def folder_lock(folder: Path, what: str):
+def folder_lock(folder: Path, what: str) -> Iterator[None]:
     """Hold ``folder`` for this process while ``what`` works in it (an exclusive ``flock`` on
     ``folder/.lock``, released when the block ends or the process dies): two processes writing the
     same checkpoints would overwrite each other's temporary files and block numbers."""
@@ -89,7 +89,7 @@ class DamagedCheckpoint(ValueError):
 
 
 @contextmanager
-def reading_checkpoint(path: Path):
+def reading_checkpoint(path: Path) -> Iterator[None]:
     """Name a damaged checkpoint file, and what to do about it, instead of a zip or numpy traceback
     at every restart. (Files are written complete or not at all, see :mod:`engine.atomic_files`;
     this is for a disk that lost their bytes. Changed bytes of a stored member are not detected:
@@ -177,6 +177,7 @@ class BlockSaver:
 
 
 def layer_path(folder: Path, n: int) -> Path:
+    """The layer's checkpoint after its last finished outer iteration."""
     return folder / f"layer{n}.npz"
 
 
