@@ -38,8 +38,8 @@ import re
 import time
 import zipfile
 import zlib
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
