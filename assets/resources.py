@@ -59,11 +59,14 @@ def build_dir() -> Path:
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
     """Resources as configured by the environment (JAMFOLD_PROFILE, JAMFOLD_CONFIG, JAMFOLD_WAREHOUSE).
-    The game is loaded here, so that a bad one fails when Dagster loads the definitions (naming
-    the field and the rule) rather than in the first asset that runs."""
-    game = GameResource(profile=os.environ.get("JAMFOLD_PROFILE", "quick"), config_file=os.environ.get("JAMFOLD_CONFIG", ""))
-    game.config()
-    return {"game": game, "warehouse": WarehouseResource(path=str(db.warehouse_path()))}
+    Not loaded here: `jamfold build` imports these definitions with a game of its own, whatever the
+    environment says (`./lab dagster` checks the environment's game first, see
+    :func:`jamfold.cli.check_dagster_env`)."""
+    return {
+        "game": GameResource(profile=os.environ.get("JAMFOLD_PROFILE", "quick"),
+                             config_file=os.environ.get("JAMFOLD_CONFIG", "")),
+        "warehouse": WarehouseResource(path=str(db.warehouse_path())),
+    }
 
 
 def blocking_checks(asset: str, checks: dict[str, str]) -> list[dg.AssetCheckSpec]:

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic_files import replace_durably
+from engine.atomic_files import replace_durably, write_text_atomic
 from engine.cfr import NC, REGRET_ARRAYS, HandSolver
 
 LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
@@ -280,20 +280,24 @@ def lower_fingerprint(lower_values: Mapping[int, np.ndarray]) -> str:
 
 
 def check_lower_fingerprint(folder: Path, n: int, expected: str) -> None:
-    """Refuse ``layer{n}.npz`` when it was solved against other smaller layers' values than
-    ``expected`` (:func:`lower_fingerprint`); a checkpoint from before fingerprints is taken as is."""
-    path = layer_path(folder, n)
-    with reading_checkpoint(path), np.load(path) as data:
-        saved = str(data["lower_fingerprint"]) if "lower_fingerprint" in data else None
-    if saved is not None and saved != expected:
-        raise ValueError(f"checkpoint {path} was solved against other values of the smaller layers than theirs now "
-                         f"(one was solved again since); delete it to solve the {n}-player layer against them")
+    """Refuse the layer's checkpoints (``layer{n}.npz`` and its blocks) when they were solved against
+    other smaller layers' values than ``expected`` (:func:`lower_fingerprint`), as the stamp
+    ``layer{n}.lower`` written at the solve's start records. A folder without them (a fresh start)
+    gets a new stamp; checkpoints from before stamps are taken as they are."""
+    stamp = folder / f"layer{n}.lower"
+    started = any(folder.glob(f"layer{n}.*npz"))
+    saved = stamp.read_text().strip() if stamp.exists() else None
+    if started and saved is not None and saved != expected:
+        raise ValueError(f"the {n}-player layer's checkpoints in {folder} were solved against other values of the "
+                         f"smaller layers than theirs now (one was solved again since); delete its files "
+                         f"(layer{n}.*) to solve it against them")
+    if saved != expected:
+        write_text_atomic(stamp, expected + "\n")
 
 
 def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int, solvers: list[HandSolver],
-               ledger: Ledger, finished: bool = False, lower: str | None = None) -> None:
-    """The layer after ``outer`` outer iterations (``finished``: solved and measured), with the
-    fingerprint ``lower`` of the smaller layers' values it was solved against; drops its blocks."""
+               ledger: Ledger, finished: bool = False) -> None:
+    """The layer after ``outer`` outer iterations (``finished``: solved and measured); drops its blocks."""
     small, streams = solver_records(np.arange(len(solvers)), solvers, ledger)
     referenced = sorted(ledger.V_at)
     small.update(V=V, outer=np.array(outer), finished=np.array(finished),
@@ -302,8 +306,6 @@ def save_layer(folder: Path, n: int, V: np.ndarray, log: list[dict], outer: int,
                  log=np.array([[e[k] for k in LOG_FIELDS] for e in log], dtype=np.float64).reshape(len(log), -1),
                  log_keys=np.array(list(LOG_FIELDS)), V_at_keys=np.array(referenced, np.int64),
                  V_at=np.array([ledger.V_at[k] for k in referenced]).reshape(len(referenced), *V.shape))
-    if lower is not None:
-        small["lower_fingerprint"] = np.array(lower)
     write_npz(layer_path(folder, n), small, streams)
     for _, _, p in block_paths(folder, n) + step_blocks(folder, f"layer{n}", "measure"):
         p.unlink()

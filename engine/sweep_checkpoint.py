@@ -104,12 +104,12 @@ def load_sweep_parts(folder: Path, label: str, n: int, hands: list[CompiledHand]
             if solvers is not None and "regret_jam" in data:
                 restore_records(data, solvers, None)
             layer["values"][states] = data["values"]
-        layer["exploitability"][states] = data["exploitability"]
-        layer["iterations"][states] = data["spent"]
-        for s, strategy, probs in zip(states.tolist(), *_split_results(data)):
-            layer["strategies"][s], layer["order_probs"][s] = strategy, probs
-        done += states.tolist()
-        wall_s = float(data["wall_s"])
+            layer["exploitability"][states] = data["exploitability"]
+            layer["iterations"][states] = data["spent"]
+            for s, strategy, probs in zip(states.tolist(), *_split_results(data)):
+                layer["strategies"][s], layer["order_probs"][s] = strategy, probs
+            done += states.tolist()
+            wall_s = float(data["wall_s"])
     return done, wall_s
 
 

@@ -432,9 +432,9 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
         ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
         return True
 
-    lower = lower_fingerprint(lower_values)
+    if checkpoint is not None:
+        check_lower_fingerprint(checkpoint, n, lower_fingerprint(lower_values))
     if checkpoint is not None and layer_path(checkpoint, n).exists():
-        check_lower_fingerprint(checkpoint, n, lower)
         V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
         over = np.flatnonzero(ledger.bound > gamma) if finished else np.zeros(0, np.int64)
         if progress:
@@ -605,7 +605,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
             retry = settled and retry_held(np.flatnonzero(ledger.bound > gamma), outer + 1)
             ledger.settled = settled and not retry
             if checkpoint is not None:
-                save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger, lower=lower)
+                save_layer(checkpoint, n, V, log, outer + 1, solvers, ledger)
                 release_free_memory()
             if ledger.settled:
                 converged = True
@@ -614,7 +614,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
             _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
                           checkpoint if converged else None, checkpoint_every, progress)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
-                save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True, lower=lower)
+                save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
         pool.close()
     if progress:
@@ -668,6 +668,10 @@ def solve_tournament(units: int, players: int, payouts: tuple[float, ...], gamma
     solved: dict[int, LayerSolution] = {}
     for n in range(2, players + 1):
         lower = {k: sol.values for k, sol in solved.items()}
+        # a layer finished above gamma retries its held states when read back, which moves its values;
+        # once the layer above has checkpoints solved against them, they stay (the Dagster graph never
+        # gets there: a layer above gamma fails its blocking check before the next starts)
+        above_started = checkpoint is not None and any(checkpoint.glob(f"layer{n + 1}.*npz"))
         solved[n] = solve_layer(units, n, payouts, gamma, tensors, lower, threads=threads, checkpoint=checkpoint,
-                                progress=progress)
+                                progress=progress, held_retries=0 if above_started else HELD_RETRIES)
     return solved

@@ -232,24 +232,35 @@ def cmd_build(args: argparse.Namespace) -> None:
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
     _usable_folder("DAGSTER_HOME", home)
+    from assets.resources import build_dir, cache_root
+    from engine.checkpoint import folder_lock
+
+    _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
+    _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())
+    # one build of a game at a time (two would write the same checkpoints), held from before the
+    # build writes anything: a running build's assets read the config copy it writes
+    with folder_lock(cache_root() / "builds" / cfg.name, f"a build of game '{cfg.name}'"):
+        _run_build(args, cfg, repo, home)
+
+
+def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path) -> None:
+    """Materialize the game's assets in this process, with the build's progress on stderr."""
     from jamfold.instance import write_instance_config
 
     write_instance_config(home)  # as ./lab does
     import dagster as dg
 
     from assets.definitions import ALL_ASSETS
-    from assets.resources import GameResource, WarehouseResource, build_dir, cache_root
-    from assets.ex_post import EX_POST_ASSETS
     from assets.deviation import deviation_statistics
+    from assets.ex_post import EX_POST_ASSETS
     from assets.fgs import fgs_strategies
     from assets.finishing import FINISHING_ASSETS
     from assets.model_analysis import model_strategies
     from assets.model_ex_post import ex_post_models
+    from assets.resources import GameResource, WarehouseResource, build_dir
     from assets.simulation import simulations
     from assets.solve import LAYER_ASSETS
-
-    _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
-    _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())
+    from warehouse import db
 
     cfg_file = ""
     if args.config is not None or _has_overrides(args):
@@ -275,10 +286,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     run_config: dict = {"loggers": {"build": {}}}
     if args.skip_models:  # the deviation statistics compare the models that need no sweep
         run_config["ops"] = {"deviation_statistics": {"config": {"sweeps_left_out": True}}}
-    from engine.checkpoint import folder_lock
-
-    # one build of a game at a time: two would write the same checkpoints
-    with folder_lock(cache_root() / "builds" / cfg.name, f"a build of game '{cfg.name}'"), SigintWatch() as sigints:
+    with SigintWatch() as sigints:
         progress = BuildProgress(total=len(selection), sigints=sigints)
         defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
                               jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])

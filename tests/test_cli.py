@@ -126,6 +126,19 @@ def test_a_second_build_of_the_same_game_is_refused_while_the_first_runs(capsys,
     assert code == 1 and "a build of game 'quick' is already running" in err and "Traceback" not in err, err
 
 
+def test_the_definitions_load_whatever_game_the_environment_names(tmp_path):
+    """`jamfold build --profile …` imports the Dagster definitions with a game of its own: a stale
+    JAMFOLD_CONFIG (a file since moved) must not stop it there (`./lab dagster` checks it instead)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JAMFOLD_CONFIG": str(tmp_path / "moved.toml"), "JAMFOLD_PROFILE": "bogus"}
+    done = subprocess.run([sys.executable, "-c", "import assets.definitions"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_lab_dagster_refuses_a_bad_game_from_the_environment(tmp_path, monkeypatch, capsys):
     """`./lab dagster` checks JAMFOLD_PROFILE / JAMFOLD_CONFIG before starting the UI, which would
     otherwise fail only when an asset runs."""

@@ -103,18 +103,27 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
 
 
 def test_a_checkpoint_solved_against_other_smaller_layers_is_refused(tmp_path, tiny_tensors, solved):
-    """A layer's checkpoint keeps a fingerprint of the smaller layers' values it was solved
-    against: resumed against other values (a smaller layer solved again differently) it is refused
-    with its path, not taken up as if it still held; the same values, read back as float64 from
-    elsewhere (rounded to 1e-12 $), resume it."""
+    """A layer's checkpoints (its file and the blocks of an outer iteration) are stamped with a
+    fingerprint of the smaller layers' values they were solved against: resumed against other
+    values (a smaller layer solved again differently) they are refused, naming the files, not taken
+    up as if they still held; the same values, read back as float64 from elsewhere (rounded to
+    1e-12 $), resume them; with the files deleted, the layer starts afresh against the new values."""
     lower = {2: solved[2].values}
     solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=1)
     moved = {2: solved[2].values + np.array([[1e-3, -1e-3]])}
-    with pytest.raises(ValueError, match=r"layer3\.npz was solved against other values of the smaller layers"):
+    refused = r"3-player layer's checkpoints in .* were solved against other values of the smaller layers.*layer3\.\*"
+    with pytest.raises(ValueError, match=refused):
         solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, moved, threads=1, checkpoint=tmp_path, max_outer=2)
     same = {2: np.round(solved[2].values, 12)}
     again = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, same, threads=1, checkpoint=tmp_path, max_outer=2)
     assert len(again.log) == 2
+    (tmp_path / "layer3.npz").rename(tmp_path / "layer3.outer2.block00000.npz")  # blocks only: refused too
+    with pytest.raises(ValueError, match=refused):
+        solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, moved, threads=1, checkpoint=tmp_path, max_outer=2)
+    for p in tmp_path.glob("layer3.*"):
+        p.unlink()
+    fresh = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, moved, threads=1, checkpoint=tmp_path, max_outer=1)
+    assert len(fresh.log) == 1
 
 
 def test_a_resumed_solve_writes_new_records_into_the_restored_ones(tmp_path, tiny_tensors, solved, monkeypatch):
