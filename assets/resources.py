@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from engine.config import GameConfig, load_config, profile
+from engine.config import GameConfig, game_config
 from engine.states import n_states
 from warehouse import db
 
@@ -22,7 +22,7 @@ class GameResource(dg.ConfigurableResource):
     config_file: str = ""
 
     def config(self) -> GameConfig:
-        return load_config(self.config_file) if self.config_file else profile(self.profile)
+        return game_config(self.profile, self.config_file)
 
 
 ASSET_LOCK_WAIT_S = 60.0

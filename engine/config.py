@@ -235,6 +235,11 @@ def profile(profile_name: str, /, **overrides: Any) -> GameConfig:
     return make_config(**values)
 
 
+def game_config(profile_name: str = "quick", config_file: str = "") -> GameConfig:
+    """The game a profile name or, when given, a TOML config file describes."""
+    return load_config(config_file) if config_file else profile(profile_name)
+
+
 def load_config(path: str | Path) -> GameConfig:
     """Read a TOML game config. A ``profile = "…"`` key starts from that profile."""
     p = Path(path)

@@ -508,11 +508,11 @@ def check_dagster_env() -> None:
     """`./lab dagster`'s check before it starts the UI: the game that JAMFOLD_CONFIG or
     JAMFOLD_PROFILE names must load, or exit 2 naming the variable, the field and the rule (the UI
     would otherwise show it only when an asset runs)."""
-    from engine.config import load_config, profile
+    from engine.config import game_config
 
     cfg_file = os.environ.get("JAMFOLD_CONFIG", "")
     try:
-        load_config(cfg_file) if cfg_file else profile(os.environ.get("JAMFOLD_PROFILE", "quick"))
+        game_config(os.environ.get("JAMFOLD_PROFILE", "quick"), cfg_file)
     except ConfigError as exc:
         _fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
 

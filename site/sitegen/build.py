@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from sitegen import pages, pages_equilibrium, pages_models
-from sitegen.embed import write_assets
+from sitegen.embed import write_assets, write_atomic
 from warehouse import db
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +51,7 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
                     or (name in MODEL_PAGES and not modelled)):
                 continue  # no page until the game has the data behind it
             path = docs_dir / name
-            tmp = path.with_suffix(".md.tmp")
-            tmp.write_text(render(con, game))
-            os.replace(tmp, path)
+            write_atomic(path, render(con, game))
             written.append(path)
     return written
 

@@ -67,14 +67,15 @@ def write_assets(docs_dir: Path) -> None:
     bundle, stamp = target / "vega-bundle.js", target / "vega-bundle.stamp"
     kept = stamp.read_text().split() if stamp.exists() else []
     if not bundle.exists() or kept != [vlc.__version__, str(bundle.stat().st_size)]:
-        _write_atomic(bundle, vlc.javascript_bundle())
-        _write_atomic(stamp, f"{vlc.__version__} {bundle.stat().st_size}\n")
-    _write_atomic(target / "charts.js", CHARTS_JS)
-    _write_atomic(target / "charts.css", CHARTS_CSS)
+        write_atomic(bundle, vlc.javascript_bundle())
+        write_atomic(stamp, f"{vlc.__version__} {bundle.stat().st_size}\n")
+    write_atomic(target / "charts.js", CHARTS_JS)
+    write_atomic(target / "charts.css", CHARTS_CSS)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path`` complete or not at all (a temporary name, then a rename)."""
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path`` complete or not at all (a temporary name, then a rename): the site's
+    pages and assets, which a killed build must not leave cut short."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
