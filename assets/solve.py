@@ -25,6 +25,7 @@ from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors
+from engine.memory import memory_shortfall
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
 from engine.states import n_states
@@ -150,6 +151,9 @@ def _layer_asset(n: int, previous):
         cfg = game.config()
         if n > cfg.players:
             return skipped_layer(cfg, LAYER_CHECKS)
+        why = memory_shortfall(cfg.players, cfg.units)  # refused at the first layer, not hours later
+        if why is not None:
+            raise dg.Failure(description=f"{name}: {why}", allow_retries=False)
         t0 = time.perf_counter()
         tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:

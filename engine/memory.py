@@ -84,3 +84,17 @@ def physical_memory_gib() -> float | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def memory_shortfall(players: int, units: int) -> str | None:
+    """Why a game's solve cannot fit this machine's memory, naming the field and the numbers, or
+    None where it fits (or where the OS does not say how much memory there is). The CLI's build
+    and the Dagster layer assets both refuse such a game before its solve starts."""
+    from engine.states import n_states
+
+    need, have = projected_solve_gib(players, units), physical_memory_gib()
+    if have is None or need <= have:
+        return None
+    return (f"units: a {players}-player game of {units} units has {n_states(units, players):,} {players}-player "
+            f"states, whose solve would hold about {need:,.1f} GiB; this machine has {have:.1f} GiB "
+            f"(choose fewer units or players)")

@@ -159,6 +159,29 @@ def test_lab_dagster_refuses_a_bad_game_from_the_environment(tmp_path, monkeypat
     check_dagster_env()  # a good one passes
 
 
+def test_a_game_too_large_for_memory_is_refused_by_the_dagster_layer_assets_too(tmp_path, monkeypatch, capsys):
+    """`jamfold build` refused such a game up front, but the Dagster UI's path would have started
+    its solve and run out of memory hours later: `./lab dagster` now warns, and the first layer
+    asset fails at once, naming the field and the numbers (here on a machine of 1 MiB)."""
+    import dagster as dg
+
+    import engine.memory
+    from assets.resources import GameResource, WarehouseResource
+    from assets.solve import LAYER_ASSETS
+    from jamfold.cli import check_dagster_env
+
+    monkeypatch.setattr(engine.memory, "physical_memory_gib", lambda: 2.0**-10)
+    monkeypatch.setenv("JAMFOLD_PROFILE", "quick")
+    check_dagster_env()  # the UI still starts (it serves the warehouse's tables) ...
+    assert "warning: units: a 5-player game of 10 units has" in capsys.readouterr().err  # ... and says why solves will fail
+    result = dg.materialize([LAYER_ASSETS[0]], raise_on_error=False, resources={
+        "game": GameResource(profile="quick"), "warehouse": WarehouseResource(path=str(tmp_path / "lab.duckdb"))})
+    assert not result.success
+    failure = result.failure_data_for_node("solve_2p").user_failure_data
+    assert "solve_2p: units: a 5-player game of 10 units has 126 5-player states" in failure.description
+    assert not (tmp_path / "lab.duckdb").exists()  # refused before it touched anything
+
+
 @pytest.mark.parametrize("benchmark, argv, needle", [
     ("bench_models", ["--repeat", "0"], "--repeat must be at least 1"),
     ("bench_models", ["--max-players", "1"], "--max-players must be 2 to 5"),
