@@ -104,7 +104,14 @@ def main(argv: list[str] | None = None) -> None:
 
     t0 = time.perf_counter()
     if args.cache and os.path.exists(args.cache):
-        game = PackedGame.load(args.cache)
+        try:
+            game = PackedGame.load(args.cache)
+        except Exception as exc:  # damaged, truncated or not a packed game at all
+            parser.error(f"--cache: {args.cache} is not a readable packed game ({type(exc).__name__}: {exc}); "
+                         f"delete it to pack the game again")
+        if (game.units, game.players) != (args.units, args.players):
+            parser.error(f"--cache: {args.cache} holds the {game.units}-unit {game.players}-player game, not the "
+                         f"{args.units}-unit {args.players}-player one asked for (name another file)")
         how = f"loaded from {args.cache}"
     else:
         procs = default_processes()
