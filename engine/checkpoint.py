@@ -92,8 +92,8 @@ class DamagedCheckpoint(ValueError):
 def reading_checkpoint(path: Path) -> Iterator[None]:
     """Name a damaged checkpoint file, and what to do about it, instead of a zip or numpy traceback
     at every restart. (Files are written complete or not at all, see :mod:`engine.atomic_files`;
-    this is for a disk that lost their bytes. Changed bytes of a stored member are not detected:
-    numpy reads a member's data without reaching the zip's CRC check.)"""
+    this is for a disk that lost or changed their bytes: reading a member to its end checks the
+    zip's CRC-32 of it, which a changed byte fails.)"""
     try:
         yield
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
