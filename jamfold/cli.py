@@ -331,6 +331,70 @@ def _write_config(cfg, repo: Path) -> Path:
     return path
 
 
+# ---------------------------------------------------------------- progress
+def _when(t: float) -> str:
+    ago = max(time.time() - t, 0.0)
+    age = f"{ago:.0f} s" if ago < 120 else f"{ago / 60:.0f} min" if ago < 7200 else f"{ago / 3600:.1f} h"
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))}, {age} ago"
+
+
+def _layer_line(st, gamma: float) -> list[str]:
+    """What one layer's checkpoints say, as lines for `progress`."""
+    head = f"{st.players}-player layer ({st.states:,} states):"
+    if st.finished:
+        worst = "" if st.max_exploitability is None else \
+            f"; max exploitability ${st.max_exploitability:.6f} (gamma ${gamma:g})"
+        return [f"{head} solved, {st.outer_done} outer iterations{worst}"]
+    if not st.started:
+        return [f"{head} not started"]
+    lines = []
+    if st.last is None:
+        lines.append(f"{head} first outer iteration in progress")
+    else:
+        e = st.last
+        lines.append(f"{head} {st.outer_done} outer iterations done; the last at target ${e['target']:.2g}: "
+                     f"{e['states_updated']:,} states updated, max |ΔV| ${e['max_delta_v']:.4g}, max exploitability "
+                     f"${e['max_exploitability']:.4g}, {e['wall_s']:,.0f} s")
+    if st.settled:
+        what = f"final exact measurement: {st.current_states:,} states measured"
+    else:
+        what = f"outer iteration {st.outer_done + 1}: {st.current_states:,} of {st.states:,} states done"
+    if st.current_saved_at is not None:
+        what += f" ({st.current_elapsed_s / 60:.1f} min of work kept, last saved {_when(st.current_saved_at)})"
+    lines.append(f"  {what}")
+    return lines
+
+
+def cmd_progress(args: argparse.Namespace) -> None:
+    """Where a game's build stands, read from its checkpoints: for a build that runs for a day, run
+    beside it or after an interrupt. Reads a few small members of the checkpoint files and takes no
+    lock (a build starting meanwhile is not disturbed)."""
+    cfg = _config_from_args(args)
+    from assets.resources import cache_root
+    from assets.resume import game_key
+    from engine.solve_status import layer_status, lock_holder
+    from engine.states import n_states
+
+    folder = cache_root() / "solve" / game_key(cfg)
+    print(f"game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts "
+          f"${'/'.join(f'{x:g}' for x in cfg.payouts)}, gamma ${cfg.gamma:g}")
+    print(f"checkpoints: {folder}")
+    build = lock_holder(cache_root() / "builds" / cfg.name)
+    solve = lock_holder(folder) if folder.is_dir() else None
+    if build is not None:
+        print(f"running: a build of game '{cfg.name}' (process {build})")
+    elif solve is not None:
+        print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
+    else:
+        print(f"not running: `./lab build {_game_flag(args)}` with the same flags resumes it from here")
+    if not folder.is_dir():
+        print("no checkpoints: the game's solve has not started with this config and JAMFOLD_CACHE")
+        return
+    for n in range(2, cfg.players + 1):
+        for line in _layer_line(layer_status(folder, n, n_states(cfg.units, n)), cfg.gamma):
+            print(line)
+
+
 # ---------------------------------------------------------------- state
 def cmd_state(args: argparse.Namespace) -> None:
     from engine.cards import CLASS_COMBO_COUNT, class_label, range_string
@@ -431,6 +495,24 @@ class _Subcommands:
         return parser
 
 
+def _add_game_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that name a game and override its fields (`build`'s, and `progress`'s, which must
+    name the same game as the build it reports on)."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
+    g.add_argument("--config", help="TOML game config file")
+    parser.add_argument("--players", type=int, help="players at the start (2–5)")
+    parser.add_argument("--units", type=int, help="chips in play, in units of the small blind")
+    parser.add_argument("--payouts", type=float, nargs="+", metavar="USD",
+                        help="prizes for 1st, 2nd, … (non-increasing)")
+    parser.add_argument("--gamma", type=float, metavar="USD", help="target exploitability of every state, $")
+    parser.add_argument("--start", type=int, nargs="+", metavar="UNITS",
+                        help="stacks of the start state, in acting order")
+    parser.add_argument("--fgs-depth", type=int, help="deepest FGS model (FGS-1 … FGS-D)")
+    parser.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
+    parser.add_argument("--simulation-seed", type=int, help="random seed of the simulations")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jamfold", description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
     sub = _Subcommands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
@@ -476,17 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_site)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
-    g = b.add_mutually_exclusive_group()
-    g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
-    g.add_argument("--config", help="TOML game config file")
-    b.add_argument("--players", type=int, help="players at the start (2–5)")
-    b.add_argument("--units", type=int, help="chips in play, in units of the small blind")
-    b.add_argument("--payouts", type=float, nargs="+", metavar="USD", help="prizes for 1st, 2nd, … (non-increasing)")
-    b.add_argument("--gamma", type=float, metavar="USD", help="target exploitability of every state, $")
-    b.add_argument("--start", type=int, nargs="+", metavar="UNITS", help="stacks of the start state, in acting order")
-    b.add_argument("--fgs-depth", type=int, help="deepest FGS model (FGS-1 … FGS-D)")
-    b.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
-    b.add_argument("--simulation-seed", type=int, help="random seed of the simulations")
+    _add_game_flags(b)
     b.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     skip = b.add_mutually_exclusive_group()
     skip.add_argument("--skip-solve", action="store_true",
@@ -498,6 +570,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "models' strategies, FGS, their ex post checks, simulations), which take most of a full "
                            "game's time")
     b.set_defaults(func=cmd_build)
+
+    pr = sub.add_parser("progress", help="where a game's build stands, from its checkpoints (safe beside the "
+                                         "running build): layers solved, the outer iteration in progress")
+    _add_game_flags(pr)
+    pr.set_defaults(func=cmd_progress)
     return p
 
 

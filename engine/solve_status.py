@@ -1,0 +1,115 @@
+"""Where a layer solve stands, read from its checkpoint folder without loading the solvers.
+
+A `thesis` build runs for a day and more, through interrupts and restarts; its log says where it
+is only while it runs. The checkpoints say it at any time: ``layer{n}.npz`` holds the layer's log
+and outer-iteration count (a few small members of a file of up to 15 GB, read without touching
+the rest), the block files of the outer iteration in progress hold the states finished in it,
+and the folder's ``.lock`` says which process is solving (see
+:func:`engine.checkpoint.folder_lock`). Nothing here writes or locks anything, so it is safe to
+run beside the build.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.checkpoint import LOG_FIELDS, layer_path, reading_checkpoint, step_blocks
+
+
+@dataclass(frozen=True)
+class LayerStatus:
+    """One layer's solve as its checkpoints record it.
+
+    ``outer_done``: outer iterations finished and saved; ``last``: the log entry of the last of
+    them (``LOG_FIELDS``: target and max exploitability in $, wall_s in seconds), None before the
+    first; ``max_exploitability``: $, the largest measured exploitability over the layer's states
+    once it has finished (None before); ``current_states``: states finished in the outer
+    iteration in progress (or measured, once ``settled``), kept in its block files;
+    ``current_elapsed_s``: seconds of that work kept; ``current_saved_at``: when its last block
+    was written (POSIX time; None without blocks)."""
+
+    players: int
+    states: int
+    outer_done: int
+    finished: bool
+    settled: bool
+    last: dict | None
+    max_exploitability: float | None
+    current_states: int
+    current_elapsed_s: float
+    current_saved_at: float | None
+
+    @property
+    def started(self) -> bool:
+        return self.outer_done > 0 or self.current_states > 0
+
+
+def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
+    """The ``n``-player layer's status (``states`` in the layer) from the checkpoints in ``folder``.
+
+    Blocks of any other step than the one in progress (left by an interrupt between a layer save
+    and their deletion, which the next resume deletes) are not counted."""
+    outer, finished, settled, last, worst = 0, False, False, None, None
+    path = layer_path(folder, n)
+    if path.exists():
+        with reading_checkpoint(path), np.load(path) as data:
+            outer = int(data["outer"])
+            finished = bool(data["finished"]) if "finished" in data else False
+            settled = bool(data["settled"]) if "settled" in data else False
+            if len(data["log"]):
+                keys = [str(k) for k in data["log_keys"]]
+                row = dict(zip(keys, data["log"][-1]))
+                last = {k: kind(row.get(k, 0)) for k, kind in LOG_FIELDS.items()}
+            if finished and "bound" in data:
+                worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
+    step = "measure" if settled else "outer"
+    blocks = [p for k, _, p in step_blocks(folder, f"layer{n}", step) if k == outer] if not finished else []
+    done, elapsed, saved_at = 0, 0.0, None
+    for block in blocks:
+        with reading_checkpoint(block), np.load(block) as data:
+            done += len(data["states"])
+            if "elapsed" in data:
+                elapsed = max(elapsed, float(data["elapsed"]))
+        saved_at = max(saved_at or 0.0, block.stat().st_mtime)
+    return LayerStatus(players=n, states=states, outer_done=outer, finished=finished, settled=settled, last=last,
+                       max_exploitability=worst, current_states=done, current_elapsed_s=elapsed,
+                       current_saved_at=saved_at)
+
+
+def lock_holder(folder: Path) -> int | None:
+    """The process holding ``folder``'s lock (a solve or build running in it), or None.
+
+    Read from Linux's ``/proc/locks`` (the flock on ``folder/.lock``'s inode), so that asking never
+    takes the lock itself: a build starting at that moment would find it taken and stop. Where
+    there is no ``/proc/locks``, the process named in the lock file counts while it is alive."""
+    lock = folder / ".lock"
+    try:
+        text = lock.read_text().strip()
+        info = lock.stat()
+    except OSError:
+        return None
+    named = int(text) if text.isdigit() else None
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return named if named is not None and _alive(named) else None
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].lower() == device.lower():
+            return int(fields[4]) if fields[4].isdigit() else named
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
