@@ -66,15 +66,21 @@ def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
                 last = {k: kind(row.get(k, 0)) for k, kind in LOG_FIELDS.items()}
             if finished and "bound" in data:
                 worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
-    step = "measure" if settled else "outer"
-    blocks = [p for k, _, p in step_blocks(folder, f"layer{n}", step) if k == outer] if not finished else []
+    # (a layer that finished above gamma is reopened by the next build: its blocks come before
+    # the layer file says it is unfinished again)
+    step = "measure" if settled and not finished else "outer"
     done, elapsed, saved_at = 0, 0.0, None
-    for block in blocks:
-        with reading_checkpoint(block), np.load(block) as data:
-            done += len(data["states"])
-            if "elapsed" in data:
-                elapsed = max(elapsed, float(data["elapsed"]))
-        saved_at = max(saved_at or 0.0, block.stat().st_mtime)
+    for k, _, block in step_blocks(folder, f"layer{n}", step):
+        if k != outer:
+            continue
+        try:
+            with reading_checkpoint(block), np.load(block) as data:
+                done += len(data["states"])
+                if "elapsed" in data:
+                    elapsed = max(elapsed, float(data["elapsed"]))
+            saved_at = max(saved_at or 0.0, block.stat().st_mtime)
+        except FileNotFoundError:  # deleted meanwhile by the running solve's layer save
+            continue
     return LayerStatus(players=n, states=states, outer_done=outer, finished=finished, settled=settled, last=last,
                        max_exploitability=worst, current_states=done, current_elapsed_s=elapsed,
                        current_saved_at=saved_at)
@@ -84,24 +90,31 @@ def lock_holder(folder: Path) -> int | None:
     """The process holding ``folder``'s lock (a solve or build running in it), or None.
 
     Read from Linux's ``/proc/locks`` (the flock on ``folder/.lock``'s inode), so that asking never
-    takes the lock itself: a build starting at that moment would find it taken and stop. Where
-    there is no ``/proc/locks``, the process named in the lock file counts while it is alive."""
+    takes the lock itself: a build starting at that moment would find it taken and stop. A build
+    in another PID namespace (another container) is not listed there. Where there is no
+    ``/proc/locks`` (not Linux) this is a guess: the process the lock file names, while it is
+    alive (the file keeps the last holder's number after the lock is released)."""
     lock = folder / ".lock"
     try:
-        text = lock.read_text().strip()
+        text = lock.read_bytes().strip()
         info = lock.stat()
     except OSError:
         return None
-    named = int(text) if text.isdigit() else None
+    named = int(text) if text.isascii() and text.isdigit() else None
     try:
         table = Path("/proc/locks").read_text()
     except OSError:
         return named if named is not None and _alive(named) else None
-    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}".lower()
     for line in table.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].lower() == device.lower():
-            return int(fields[4]) if fields[4].isdigit() else named
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 1072 fe:00:2188523 0 EOF"
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        pid, where = int(fields[4]), fields[5].lower()
+        # the same device and inode; or the same inode held by the process the file names (some
+        # file systems, btrfs subvolumes, show another device number there than stat() gives)
+        if where == device or (where.rsplit(":", 1)[-1] == str(info.st_ino) and pid == named):
+            return pid
     return None
 
 

@@ -343,8 +343,13 @@ def _layer_line(st, gamma: float) -> list[str]:
     head = f"{st.players}-player layer ({st.states:,} states):"
     if st.finished:
         worst = "" if st.max_exploitability is None else \
-            f"; max exploitability ${st.max_exploitability:.6f} (gamma ${gamma:g})"
-        return [f"{head} solved, {st.outer_done} outer iterations{worst}"]
+            f"; max exploitability ${st.max_exploitability:.4g} (gamma ${gamma:g})"
+        above = st.max_exploitability is not None and st.max_exploitability > gamma
+        if st.current_states:  # reopened by a build to retry its states above gamma
+            return [f"{head} solved above gamma in {st.outer_done} outer iterations{worst}; reopened",
+                    f"  outer iteration {st.outer_done + 1}: " + _kept(st, f"of {st.states:,} states done")]
+        return [f"{head} solved, {st.outer_done} outer iterations{worst}"
+                + ("; above gamma: the next build reopens it to retry those states" if above else "")]
     if not st.started:
         return [f"{head} not started"]
     lines = []
@@ -355,14 +360,17 @@ def _layer_line(st, gamma: float) -> list[str]:
         lines.append(f"{head} {st.outer_done} outer iterations done; the last at target ${e['target']:.2g}: "
                      f"{e['states_updated']:,} states updated, max |ΔV| ${e['max_delta_v']:.4g}, max exploitability "
                      f"${e['max_exploitability']:.4g}, {e['wall_s']:,.0f} s")
-    if st.settled:
-        what = f"final exact measurement: {st.current_states:,} states measured"
-    else:
-        what = f"outer iteration {st.outer_done + 1}: {st.current_states:,} of {st.states:,} states done"
-    if st.current_saved_at is not None:
-        what += f" ({st.current_elapsed_s / 60:.1f} min of work kept, last saved {_when(st.current_saved_at)})"
-    lines.append(f"  {what}")
+    step = "final exact measurement" if st.settled else f"outer iteration {st.outer_done + 1}"
+    lines.append(f"  {step}: " + _kept(st, "measured" if st.settled else f"of {st.states:,} states done"))
     return lines
+
+
+def _kept(st, what: str) -> str:
+    """The work of the step in progress that its block checkpoints keep."""
+    if st.current_saved_at is None:
+        return "no block checkpoint of it yet (one is saved every 5 minutes of work)"
+    return (f"{st.current_states:,} {'states ' if what == 'measured' else ''}{what} at its last block checkpoint "
+            f"({st.current_elapsed_s / 60:.1f} min of work kept, saved {_when(st.current_saved_at)})")
 
 
 def cmd_progress(args: argparse.Namespace) -> None:
@@ -385,13 +393,20 @@ def cmd_progress(args: argparse.Namespace) -> None:
         print(f"running: a build of game '{cfg.name}' (process {build})")
     elif solve is not None:
         print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
+    elif folder.is_dir():
+        print(f"no running build found: `./lab build {_game_flag(args)}` with the same flags resumes it from here")
     else:
-        print(f"not running: `./lab build {_game_flag(args)}` with the same flags resumes it from here")
-    if not folder.is_dir():
-        print("no checkpoints: the game's solve has not started with this config and JAMFOLD_CACHE")
+        print(f"no running build found, and no checkpoints: the game's solve has not started with this config "
+              f"and JAMFOLD_CACHE (`./lab build {_game_flag(args)}` starts it)")
         return
+    from engine.checkpoint import DamagedCheckpoint
+
     for n in range(2, cfg.players + 1):
-        for line in _layer_line(layer_status(folder, n, n_states(cfg.units, n)), cfg.gamma):
+        try:
+            lines = _layer_line(layer_status(folder, n, n_states(cfg.units, n)), cfg.gamma)
+        except DamagedCheckpoint as exc:  # say so and go on with the other layers
+            lines = [f"{n}-player layer: {exc}"]
+        for line in lines:
             print(line)
 
 
