@@ -394,7 +394,7 @@ def cmd_progress(args: argparse.Namespace) -> None:
     elif solve is not None:
         print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
     elif folder.is_dir():
-        print(f"no running build found: `./lab build {_game_flag(args)}` with the same flags resumes it from here")
+        print(f"no running build found: `./lab build {_game_flag(args)}` with the same flags goes on from here")
     else:
         print(f"no running build found, and no checkpoints: the game's solve has not started with this config "
               f"and JAMFOLD_CACHE (`./lab build {_game_flag(args)}` starts it)")
