@@ -445,6 +445,13 @@ def restore_records(data: Mapping[str, np.ndarray], solvers: list[HandSolver], l
     return states
 
 
+def read_log(data) -> list[dict]:
+    """The per-outer-iteration log of a ``layer{n}.npz`` (its ``LOG_FIELDS``; a checkpoint from
+    before a field existed lacks it: 0)."""
+    keys = [str(k) for k in data["log_keys"]]
+    return [{k: kind(dict(zip(keys, row)).get(k, 0)) for k, kind in LOG_FIELDS.items()} for row in data["log"]]
+
+
 def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger | None = None,
                profiles: bool = True) -> tuple[np.ndarray, list[dict], int, bool]:
     """(values, log, outer iterations done, finished) from ``layer{n}.npz``, its records put back
@@ -462,11 +469,7 @@ def load_layer(folder: Path, n: int, solvers: list[HandSolver], ledger: Ledger |
             ledger.held_retries, ledger.held_retries_allowed = (int(x) for x in data["held_retries"])
         if ledger is not None:  # (checkpoints from before: not settled, the next run checks once more)
             ledger.settled = bool(data["settled"]) if "settled" in data else False
-        keys = [str(k) for k in data["log_keys"]]
-        log = []
-        for row in data["log"]:
-            saved = dict(zip(keys, row))  # a checkpoint from before a log field existed lacks it: 0
-            log.append({k: kind(saved.get(k, 0)) for k, kind in LOG_FIELDS.items()})
+        log = read_log(data)
         finished = bool(data["finished"]) if "finished" in data else False
         return data["V"], log, int(data["outer"]), finished
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.checkpoint import LOG_FIELDS, layer_path, reading_checkpoint, step_blocks
+from engine.checkpoint import layer_path, read_log, reading_checkpoint, step_blocks
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,7 @@ def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
             outer = int(data["outer"])
             finished = bool(data["finished"]) if "finished" in data else False
             settled = bool(data["settled"]) if "settled" in data else False
-            if len(data["log"]):
-                keys = [str(k) for k in data["log_keys"]]
-                row = dict(zip(keys, data["log"][-1]))
-                last = {k: kind(row.get(k, 0)) for k, kind in LOG_FIELDS.items()}
+            last = (read_log(data) or [None])[-1]
             if finished and "bound" in data:
                 worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
     # (a layer that finished above gamma is reopened by the next build: its blocks come before
