@@ -107,6 +107,12 @@ def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int
     return out
 
 
+def layer_unit(n: int) -> str:
+    """The name of the equilibrium's n-player check in the ex post checkpoint folder
+    (``.cache/ex_post/<game key>/``): its record, and its work folder of nemesis rounds while it runs."""
+    return f"{PROFILE}.layer{n}"
+
+
 def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
     return [
         dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(record["min_gain"] >= -1e-8),
@@ -131,7 +137,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             return skipped_layer(cfg, CHECKS)
         t0 = time.perf_counter()
         m = n_states(cfg.units, n)
-        unit = f"{PROFILE}.layer{n}"
+        unit = layer_unit(n)
         with warehouse.connect() as con:
             done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})

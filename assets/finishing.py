@@ -43,6 +43,13 @@ CHECKS = {
 }
 
 
+def layer_unit(n: int) -> str:
+    """The name of the n-player layer's unit in the finishing probabilities' checkpoint folder
+    (``.cache/finishing/<game key>/``): its record ``layer{n}.json``, its work folder of hand-outcome
+    blocks while it runs."""
+    return f"layer{n}"
+
+
 def finishing_rows(fin: np.ndarray) -> pd.DataFrame:
     """Rows of `finishing` for one layer's (states, n, places) table: places 1 … n only."""
     m, n, places = fin.shape
@@ -126,7 +133,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                  f"warehouse; materialize finishing_{missing[0]}p first (they are this layer's "
                                  f"successors' probabilities)")
             lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
-        unit = done.load(f"layer{n}")
+        unit = done.load(layer_unit(n))
         if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
             rows = kept
             context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
@@ -136,11 +143,11 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 strategies = read_strategies(con, cfg.name, n, len(stacks))
             probs = outcome_probabilities(hands, strategies, equilibrium_tensors(warehouse.path, cfg),
                                           progress=lambda event: context.log.info(outcome_log_line(event)),
-                                          checkpoint=done.work_dir(f"layer{n}"))
+                                          checkpoint=done.work_dir(layer_unit(n)))
             frame = finishing_rows(layer_finishing(hands, probs, n, lower, cfg.players))  # lower: the layers below n
             with warehouse.connect() as con:
                 rows = db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
-            done.save(f"layer{n}", {"rows": len(frame)})
+            done.save(layer_unit(n), {"rows": len(frame)})
             context.log.info(f"{n}-player layer: finishing probabilities of {m:,} states in "
                              f"{time.perf_counter() - t0:.2f} s")
         with warehouse.connect() as con:

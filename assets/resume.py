@@ -76,9 +76,27 @@ class UnitCheckpoint:
         return current
 
     def _drop_work(self, unit: str, keep: Path | None = None) -> None:
-        for folder in self.folder.glob(f"{unit}.work-*"):
+        for folder in work_folders(self.folder, unit):
             if folder != keep:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def kept_record(folder: Path, unit: str) -> tuple[dict, float] | None:
+    """The record a :class:`UnitCheckpoint` in ``folder`` keeps for ``unit``, and when it was saved
+    (POSIX time), whatever its stamp; None when there is none. For `jamfold progress`, which cannot
+    fingerprint the upstream results (the warehouse may be in use by the build): a record older
+    than the results it depends on is stale, and the next build redoes its unit."""
+    path = folder / f"{unit}.json"
+    try:
+        return json.loads(path.read_text())["record"], path.stat().st_mtime
+    except (OSError, ValueError, KeyError, TypeError):  # absent, or being replaced this moment
+        return None
+
+
+def work_folders(folder: Path, unit: str) -> list[Path]:
+    """The work folders of ``unit`` (:meth:`UnitCheckpoint.work_dir`), any stamp: one, or none, but
+    for an interrupt between making a new one and deleting the old."""
+    return sorted(p for p in folder.glob(f"{unit}.work-*") if p.is_dir())
 
 
 def _plain(value: Any) -> Any:

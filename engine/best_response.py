@@ -197,7 +197,7 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             log.append(entry)
             if checkpoint is not None:
                 _save_rounds(checkpoint, n, W, log, finished=residual <= tol)
-                for _, _, path in step_blocks(checkpoint, f"nemesis{n}", "round"):  # the round is in W now
+                for _, _, path in round_blocks(checkpoint, n):  # the round is in W now
                     path.unlink()
             if progress:
                 progress({"event": "nemesis_round", **entry})
@@ -218,11 +218,29 @@ def _save_rounds(folder: Path, n: int, W: np.ndarray, log: list[dict], finished:
 
 
 def _load_rounds(folder: Path, n: int) -> tuple[np.ndarray, list[dict], bool]:
-    with reading_checkpoint(_round_path(folder, n)):
-        data = np.load(_round_path(folder, n))
-        log = [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
-                "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
-        return data["W"], log, bool(data["finished"])
+    with reading_checkpoint(_round_path(folder, n)), np.load(_round_path(folder, n)) as data:
+        return data["W"], _rounds_log(data, n), bool(data["finished"])
+
+
+def _rounds_log(data, n: int) -> list[dict]:
+    return [{"players": n, "round": int(r), "bellman_residual": float(res), "deviating_rows": int(dev),
+             "wall_s": float(wall)} for r, res, dev, wall in data["log"]]
+
+
+def rounds_saved(folder: Path, n: int) -> tuple[list[dict], bool] | None:
+    """The log of the nemesis rounds an n-player layer's check in ``folder`` has finished, and
+    whether the check has converged; None before its first round ends. Reads only the log (for
+    `jamfold progress`, beside the running check)."""
+    path = _round_path(folder, n)
+    if not path.exists():
+        return None
+    with reading_checkpoint(path), np.load(path) as data:
+        return _rounds_log(data, n), bool(data["finished"])
+
+
+def round_blocks(folder: Path, n: int) -> list[tuple[int, int, Path]]:
+    """(round, block number, path) of the block files the check's round in progress has saved."""
+    return step_blocks(folder, f"nemesis{n}", "round")
 
 
 def _save_block(folder: Path, n: int, rnd: int, states: list[int], results: list, base_probs: list,

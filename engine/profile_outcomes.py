@@ -62,7 +62,7 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
     out: list[np.ndarray | None] = [None] * len(hands)
     elapsed = 0.0
     if checkpoint is not None:
-        for path in [p for k, _, p in step_blocks(checkpoint, "outcomes", "layer") if k == n]:  # (others kept)
+        for path in outcome_blocks(checkpoint, n):  # (other layers' kept)
             elapsed = max(elapsed, _load_block(path, out))
         t0 -= elapsed
         if progress is not None and any(p is not None for p in out):
@@ -92,6 +92,11 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
     finally:
         pool.close()
     return out
+
+
+def outcome_blocks(folder: Path, n: int) -> list[Path]:
+    """The block files of the n-player layer's pass in ``folder``, in order."""
+    return [p for k, _, p in step_blocks(folder, "outcomes", "layer") if k == n]
 
 
 def _save_block(folder: Path, n: int, states: list[int], out: list, elapsed: float) -> None:

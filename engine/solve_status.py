@@ -1,23 +1,55 @@
-"""Where a layer solve stands, read from its checkpoint folder without loading the solvers.
+"""Where a game's long steps stand, read from their checkpoint files without loading any solver.
 
 A `thesis` build runs for a day and more, through interrupts and restarts; its log says where it
-is only while it runs. The checkpoints say it at any time: ``layer{n}.npz`` holds the layer's log
-and outer-iteration count (a few small members of a file of up to 15 GB, read without touching
-the rest), the block files of the outer iteration in progress hold the states finished in it,
-and the folder's ``.lock`` says which process is solving (see
-:func:`engine.checkpoint.folder_lock`). Nothing here writes or locks anything, so it is safe to
-run beside the build.
+is only while it runs. The checkpoints say it at any time. A layer solve's ``layer{n}.npz`` holds
+the layer's log and outer-iteration count (a few small members of a file of up to 15 GB, read
+without touching the rest); the block files of the step in progress hold the states finished in
+it, as do those of a profile's hand-outcome pass (:mod:`engine.profile_outcomes`) and of a nemesis
+check's round (:mod:`engine.best_response`, whose ``nemesis{n}.npz`` logs its finished rounds); a
+folder's ``.lock`` says which process is solving (see :func:`engine.checkpoint.folder_lock`).
+Nothing here writes or locks anything, so it is safe to run beside the build.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.best_response import round_blocks, rounds_saved
 from engine.checkpoint import layer_path, read_log, reading_checkpoint, step_blocks
+from engine.profile_outcomes import outcome_blocks
+
+
+@dataclass(frozen=True)
+class BlocksKept:
+    """The work of a step in progress that its block checkpoints keep: ``states`` finished in it,
+    ``elapsed_s`` seconds of work (all its runs together), ``saved_at`` when its last block was
+    written (POSIX time; None without blocks)."""
+
+    states: int = 0
+    elapsed_s: float = 0.0
+    saved_at: float | None = None
+
+
+def blocks_kept(paths: Iterable[Path]) -> BlocksKept:
+    """What the block files ``paths`` of one step hold (each has its ``states`` and, but for the
+    oldest layer blocks, the step's ``elapsed`` seconds when it was saved). A block deleted by the
+    running work meanwhile (its step saved whole) is passed over."""
+    done, elapsed, saved_at = 0, 0.0, None
+    for block in paths:
+        try:
+            with reading_checkpoint(block), np.load(block) as data:
+                done += len(data["states"])
+                if "elapsed" in data:
+                    elapsed = max(elapsed, float(data["elapsed"]))
+            saved_at = max(saved_at or 0.0, block.stat().st_mtime)
+        except FileNotFoundError:
+            continue
+    return BlocksKept(done, elapsed, saved_at)
 
 
 @dataclass(frozen=True)
@@ -27,10 +59,10 @@ class LayerStatus:
     ``outer_done``: outer iterations finished and saved; ``last``: the log entry of the last of
     them (``LOG_FIELDS``: target and max exploitability in $, wall_s in seconds), None before the
     first; ``max_exploitability``: $, the largest measured exploitability over the layer's states
-    once it has finished (None before); ``current_states``: states finished in the outer
-    iteration in progress (or measured, once ``settled``), kept in its block files;
-    ``current_elapsed_s``: seconds of that work kept; ``current_saved_at``: when its last block
-    was written (POSIX time; None without blocks)."""
+    once it has finished (None before); ``current``: the states finished in the outer iteration in
+    progress (or measured, once ``settled``), kept in its block files; ``saved_at``: when
+    ``layer{n}.npz`` was last written (POSIX time; None before), which for a finished layer is
+    when its solution was."""
 
     players: int
     states: int
@@ -39,13 +71,12 @@ class LayerStatus:
     settled: bool
     last: dict | None
     max_exploitability: float | None
-    current_states: int
-    current_elapsed_s: float
-    current_saved_at: float | None
+    current: BlocksKept
+    saved_at: float | None = None
 
     @property
     def started(self) -> bool:
-        return self.outer_done > 0 or self.current_states > 0
+        return self.outer_done > 0 or self.current.states > 0
 
 
 def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
@@ -53,7 +84,7 @@ def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
 
     Blocks of any other step than the one in progress (left by an interrupt between a layer save
     and their deletion, which the next resume deletes) are not counted."""
-    outer, finished, settled, last, worst = 0, False, False, None, None
+    outer, finished, settled, last, worst, saved_at = 0, False, False, None, None, None
     path = layer_path(folder, n)
     if path.exists():
         with reading_checkpoint(path), np.load(path) as data:
@@ -63,24 +94,39 @@ def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
             last = (read_log(data) or [None])[-1]
             if finished and "bound" in data:
                 worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
+        saved_at = path.stat().st_mtime
     # (a layer that finished above gamma is reopened by the next build: its blocks come before
     # the layer file says it is unfinished again)
     step = "measure" if settled and not finished else "outer"
-    done, elapsed, saved_at = 0, 0.0, None
-    for k, _, block in step_blocks(folder, f"layer{n}", step):
-        if k != outer:
-            continue
-        try:
-            with reading_checkpoint(block), np.load(block) as data:
-                done += len(data["states"])
-                if "elapsed" in data:
-                    elapsed = max(elapsed, float(data["elapsed"]))
-            saved_at = max(saved_at or 0.0, block.stat().st_mtime)
-        except FileNotFoundError:  # deleted meanwhile by the running solve's layer save
-            continue
+    current = blocks_kept(block for k, _, block in step_blocks(folder, f"layer{n}", step) if k == outer)
     return LayerStatus(players=n, states=states, outer_done=outer, finished=finished, settled=settled, last=last,
-                       max_exploitability=worst, current_states=done, current_elapsed_s=elapsed,
-                       current_saved_at=saved_at)
+                       max_exploitability=worst, current=current, saved_at=saved_at)
+
+
+def outcomes_status(folder: Path, n: int) -> BlocksKept:
+    """The states of the n-player layer whose hand outcomes a profile's pass (finishing
+    probabilities, a model's ex post check) has kept in ``folder``, its work folder."""
+    return blocks_kept(outcome_blocks(folder, n))
+
+
+@dataclass(frozen=True)
+class NemesisStatus:
+    """An n-player layer's nemesis check (ex post) as its work folder records it: the log of its
+    finished ``rounds`` (``bellman_residual`` $, ``deviating_rows``, ``wall_s`` s), whether it has
+    ``converged``, and the states of the round in progress that its blocks keep."""
+
+    rounds: list[dict]
+    converged: bool
+    current: BlocksKept
+
+
+def nemesis_status(folder: Path, n: int) -> NemesisStatus:
+    """The nemesis check of the n-player layer whose work folder is ``folder``."""
+    saved = rounds_saved(folder, n)
+    rounds, converged = saved if saved is not None else ([], False)
+    now = len(rounds) + 1
+    return NemesisStatus(rounds, converged,
+                         blocks_kept(path for k, _, path in round_blocks(folder, n) if k == now))
 
 
 def lock_holder(folder: Path) -> int | None:

@@ -332,47 +332,6 @@ def _write_config(cfg, repo: Path) -> Path:
 
 
 # ---------------------------------------------------------------- progress
-def _when(t: float) -> str:
-    ago = max(time.time() - t, 0.0)
-    age = f"{ago:.0f} s" if ago < 120 else f"{ago / 60:.0f} min" if ago < 7200 else f"{ago / 3600:.1f} h"
-    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))}, {age} ago"
-
-
-def _layer_line(st, gamma: float) -> list[str]:
-    """What one layer's checkpoints say, as lines for `progress`."""
-    head = f"{st.players}-player layer ({st.states:,} states):"
-    if st.finished:
-        worst = "" if st.max_exploitability is None else \
-            f"; max exploitability ${st.max_exploitability:.4g} (gamma ${gamma:g})"
-        above = st.max_exploitability is not None and st.max_exploitability > gamma
-        if st.current_states:  # reopened by a build to retry its states above gamma
-            return [f"{head} solved above gamma in {st.outer_done} outer iterations{worst}; reopened",
-                    f"  outer iteration {st.outer_done + 1}: " + _kept(st, f"of {st.states:,} states done")]
-        return [f"{head} solved, {st.outer_done} outer iterations{worst}"
-                + ("; above gamma: the next build reopens it to retry those states" if above else "")]
-    if not st.started:
-        return [f"{head} not started"]
-    lines = []
-    if st.last is None:
-        lines.append(f"{head} first outer iteration in progress")
-    else:
-        e = st.last
-        lines.append(f"{head} {st.outer_done} outer iterations done; the last at target ${e['target']:.2g}: "
-                     f"{e['states_updated']:,} states updated, max |ΔV| ${e['max_delta_v']:.4g}, max exploitability "
-                     f"${e['max_exploitability']:.4g}, {e['wall_s']:,.0f} s")
-    step = "final exact measurement" if st.settled else f"outer iteration {st.outer_done + 1}"
-    lines.append(f"  {step}: " + _kept(st, "measured" if st.settled else f"of {st.states:,} states done"))
-    return lines
-
-
-def _kept(st, what: str) -> str:
-    """The work of the step in progress that its block checkpoints keep."""
-    if st.current_saved_at is None:
-        return "no block checkpoint of it yet (one is saved every 5 minutes of work)"
-    return (f"{st.current_states:,} {'states ' if what == 'measured' else ''}{what} at its last block checkpoint "
-            f"({st.current_elapsed_s / 60:.1f} min of work kept, saved {_when(st.current_saved_at)})")
-
-
 def cmd_progress(args: argparse.Namespace) -> None:
     """Where a game's build stands, read from its checkpoints: for a build that runs for a day, run
     beside it or after an interrupt. Reads a few small members of the checkpoint files and takes no
@@ -380,8 +339,7 @@ def cmd_progress(args: argparse.Namespace) -> None:
     cfg = _config_from_args(args)
     from assets.resources import cache_root
     from assets.resume import game_key
-    from engine.solve_status import layer_status, lock_holder
-    from engine.states import n_states
+    from engine.solve_status import lock_holder
 
     folder = cache_root() / "solve" / game_key(cfg)
     print(f"game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts "
@@ -399,15 +357,10 @@ def cmd_progress(args: argparse.Namespace) -> None:
         print(f"no running build found, and no checkpoints: the game's solve has not started with this config "
               f"and JAMFOLD_CACHE (`./lab build {_game_flag(args)}` starts it)")
         return
-    from engine.checkpoint import DamagedCheckpoint
+    from jamfold.status_report import report
 
-    for n in range(2, cfg.players + 1):
-        try:
-            lines = _layer_line(layer_status(folder, n, n_states(cfg.units, n)), cfg.gamma)
-        except DamagedCheckpoint as exc:  # say so and go on with the other layers
-            lines = [f"{n}-player layer: {exc}"]
-        for line in lines:
-            print(line)
+    for line in report(cfg, folder, cache_root()):
+        print(line)
 
 
 # ---------------------------------------------------------------- state

@@ -117,3 +117,100 @@ def test_progress_refuses_a_bad_game_like_build(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["progress", "--profile", "quick", "--units", "3"])
     assert exc.value.code == 2 and "units" in capsys.readouterr().err
+
+
+def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny_build, tmp_path, monkeypatch,
+                                                                           capsys):
+    """After its solve, each layer's two long steps: the equilibrium's finishing probabilities and
+    its ex post check, reported from their work folders while they run (both interrupted here
+    within the 3-player layer, as a killed build leaves them) and from their records once done,
+    with the figures the assets wrote to the warehouse; a record saved before its layers' last
+    solve is reported stale."""
+    import shutil
+
+    import dagster as dg
+    import duckdb
+
+    import assets.ex_post as ex_post
+    import assets.finishing as finishing
+    import engine.best_response as br
+    import engine.profile_outcomes as po
+    from assets.resources import GameResource, WarehouseResource
+    from engine.states import n_states
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    cache = tmp_path / "cache"
+    shutil.copytree(tiny_build["root"] / "cache" / "solve", cache / "solve")  # the solved layers, mtimes kept
+    monkeypatch.setenv("JAMFOLD_CACHE", str(cache))
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
+                 "warehouse": WarehouseResource(path=str(warehouse))}
+    config = tiny_build["config"]
+    m2, m3 = n_states(6, 2), n_states(6, 3)
+
+    out = _progress(config, capsys)
+    assert out.count("  finishing probabilities: not started") == 2 and out.count("  ex post check: not started") == 2
+
+    # the finishing probabilities killed two states into the 3-player layer's hand outcomes
+    monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
+    armed = [True]
+
+    def outcomes(hands, strategies, tensors, *, progress, checkpoint):
+        def stop(event):
+            if armed[0] and hands[0].n_players == 3 and event["event"] == "outcome_states" and event["done"] == 2:
+                raise Interrupt
+            progress(event)
+        return po.outcome_probabilities(hands, strategies, tensors, progress=stop, checkpoint=checkpoint,
+                                        checkpoint_every=0.0)
+
+    monkeypatch.setattr(finishing, "outcome_probabilities", outcomes)
+    assert not dg.materialize(finishing.FINISHING_ASSETS, resources=resources, raise_on_error=False).success
+    out = _progress(config, capsys)
+    assert re.search(rf"2-player layer .*\n  finishing probabilities: done, {m2 * 4:,} rows \(saved ", out)
+    assert (f"3-player layer ({m3} states): solved" in out and f"  finishing probabilities: hand outcomes of 2 of "
+            f"{m3} states done at its last block checkpoint (" in out)
+
+    # the ex post check killed after one state of the 3-player layer's second nemesis round
+    monkeypatch.setattr(br, "PROGRESS_EVERY_S", 0.0)
+    rounds = []
+
+    def nemesis(*args, progress, checkpoint):
+        def stop(event):
+            if event["event"] == "nemesis_round":
+                rounds.append(event)
+            if (armed[0] and event["players"] == 3 and event["event"] == "nemesis_states" and event["round"] == 2
+                    and event["done"] == 1):
+                raise Interrupt
+            progress(event)
+        return br.nemesis_layer(*args, progress=stop, checkpoint=checkpoint, checkpoint_every=0.0)
+
+    monkeypatch.setattr(ex_post, "nemesis_layer", nemesis)
+    assert not dg.materialize(ex_post.EX_POST_ASSETS, resources=resources, raise_on_error=False).success
+    first = [e for e in rounds if e["players"] == 3]
+    assert len(first) == 1  # (the tiny game's 3-player check takes more than one round)
+    out = _progress(config, capsys)
+    assert (f"  ex post check: 1 nemesis round done (the last: Bellman residual ${first[0]['bellman_residual']:.3g}, "
+            f"{first[0]['wall_s']:,.0f} s); round 2: 1 of {m3} states done at its last block checkpoint (") in out
+
+    armed[0] = False
+    assert dg.materialize([*finishing.FINISHING_ASSETS, *ex_post.EX_POST_ASSETS], resources=resources).success
+    out = _progress(config, capsys)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for n, m in ((2, m2), (3, m3)):
+            rows = con.execute("SELECT count(*) FROM finishing WHERE game = 'tiny' AND players = ?", [n]).fetchone()[0]
+            high, mean = con.execute("SELECT max(gain), avg(gain) FROM nemesis_values WHERE game = 'tiny' AND "
+                                     "profile = 'equilibrium' AND players = ?", [n]).fetchone()
+            done = [e for e in rounds if e["players"] == n and e["round"] > (1 if n == 3 else 0)]
+            assert rows == m * n * n and f"finishing probabilities: done, {rows:,} rows (saved " in out
+            assert (f"ex post check: done in {done[-1]['round']} nemesis rounds, largest gain ${high:.4g}, "
+                    f"mean ${mean:.4g} (saved ") in out
+
+    # the 3-player layer solved again after them (as a build reopens it): its steps are stale, the
+    # 2-player layer's not
+    layer3 = next((cache / "solve").glob("*/layer3.npz"))
+    later = layer3.stat().st_mtime + 60
+    os.utime(layer3, (later, later))
+    out = _progress(config, capsys)
+    assert out.count("before the layers' last solve; the next build redoes it") == 2
+    assert out.count("finishing probabilities: done") == 1 and out.count("ex post check: done") == 1
