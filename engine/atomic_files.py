@@ -4,12 +4,15 @@ A checkpoint is written to a temporary name and renamed over its final one, so a
 leaves either the old file or the new one. A rename alone is not enough after a power loss: the
 file system may keep the rename (and the deletions of the blocks it replaced) but not the new
 file's contents, which come back empty. So the temporary file's data is forced to disk before the
-rename, and the folder's entry after it.
+rename, and the folder's entry after it. A write that fails or is interrupted deletes its
+temporary file (a 5-player layer's checkpoint is 15 GB, too much to leave behind).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -43,15 +46,24 @@ def replace_durably(tmp: Path, path: Path) -> None:
     fsync_folder(path.parent)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` complete or not at all (a temporary name unique to this process)."""
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary name for the new contents of ``path`` (unique to this process), moved over
+    ``path`` with :func:`replace_durably` when the block ends and deleted if it fails: write the
+    whole file there, by any writer (``np.save`` to an open file, a ``ZipFile``)."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        tmp.write_bytes(data)
+        yield tmp
         replace_durably(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # (gone once renamed; a failed write leaves no temporary behind)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` complete or not at all."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

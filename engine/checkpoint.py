@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic_files import replace_durably, write_text_atomic
+from engine.atomic_files import atomic_path, write_text_atomic
 from engine.cfr import NC, REGRET_ARRAYS, HandSolver
 
 LOG_FIELDS = {"players": int, "outer_iteration": int, "target": float, "states_updated": int, "states_skipped": int,
@@ -221,9 +221,9 @@ def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple
     """An .npz of ``small`` arrays and of streamed (rows, width) arrays written piece by piece
     (deflated with ``compress``: for files kept long, e.g. strategies that are mostly exact 0 and 1)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(tmp, "w", mode, allowZip64=True, compresslevel=1 if compress else None) as zf:
+    with atomic_path(path) as tmp, \
+            zipfile.ZipFile(tmp, "w", mode, allowZip64=True, compresslevel=1 if compress else None) as zf:
         for name, array in small.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, array, allow_pickle=False)
@@ -235,7 +235,6 @@ def write_npz(path: Path, small: dict[str, np.ndarray], streams: dict[str, tuple
                 np.lib.format.write_array_header_1_0(f, header)
                 for p in pieces:
                     f.write(np.ascontiguousarray(p, dtype=dtype).tobytes())
-    replace_durably(tmp, path)
 
 
 def solver_records(states: np.ndarray, solvers: list[HandSolver], ledger: Ledger | None) -> tuple[dict, dict]:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic_files import replace_durably
+from engine.atomic_files import atomic_path
 from engine.cards import N_CLASSES
 from engine.rollout_exact import ORDER_PLAYERS, ORDERS, deal_counts, matchup_hists, order_shares
 from engine.rollout_sampled import sample_hists
@@ -356,10 +356,8 @@ def _validate(mode, samples, seed, progress, checkpoint_dir=None) -> None:
 
 
 def _save_atomic(path: Path, arr: np.ndarray) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.save(f, arr)
-    replace_durably(tmp, path)
 
 
 def _load_chunk(path: Path | None, rows: int) -> np.ndarray | None:

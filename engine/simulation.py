@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import permutations
 from multiprocessing import get_context
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence, Union
 
 import numpy as np
@@ -135,17 +134,11 @@ class PackedGame:
     def save(self, path: str | os.PathLike) -> None:
         """Write the packed arrays to an ``.npz`` file (packing the 45-unit game takes minutes),
         complete or not at all: an interrupted save leaves no half-written cache to load next time."""
-        from engine.atomic_files import replace_durably
+        from engine.atomic_files import atomic_path
 
         arrays = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}  # no cached records
-        path = Path(path)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        try:
-            with open(tmp, "wb") as out:  # a file object: np.savez would add ".npz" to a bare name
-                np.savez(out, units=self.units, players=self.players, payouts=np.array(self.payouts), **arrays)
-            replace_durably(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_path(path) as tmp, open(tmp, "wb") as out:  # a file object: np.savez would add ".npz" to a bare name
+            np.savez(out, units=self.units, players=self.players, payouts=np.array(self.payouts), **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PackedGame":

@@ -30,6 +30,31 @@ def test_a_write_that_fails_midway_keeps_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
 
 
+def test_a_checkpoint_save_interrupted_midway_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    """A kill (Ctrl-C) while write_npz streams a checkpoint's arrays: the old checkpoint is
+    untouched and the half-written temporary (a 5-player layer's is up to 15 GB) is deleted."""
+    import numpy as np
+
+    from engine.checkpoint import write_npz
+
+    path = tmp_path / "layer3.npz"
+    write_npz(path, {"V": np.zeros(3)}, {})
+
+    def rows():
+        yield np.ones((2, 4))
+        raise KeyboardInterrupt
+
+    class Pieces(list):  # the rows of a stream, produced while it is written (as solver records are read)
+        def __iter__(self):
+            return rows()
+
+    with pytest.raises(KeyboardInterrupt):
+        write_npz(path, {"V": np.ones(3)}, {"R": (np.float64, 4, Pieces([np.ones((2, 4)), np.ones((2, 4))]))})
+    with np.load(path) as kept:
+        assert kept["V"].tolist() == [0.0, 0.0, 0.0] and kept.files == ["V"]
+    assert [p.name for p in tmp_path.iterdir()] == ["layer3.npz"]
+
+
 def test_a_checkpoint_is_forced_to_disk_before_its_rename(tmp_path, monkeypatch):
     """write_npz syncs its temporary file before renaming it over the checkpoint (a power loss
     could otherwise keep the rename and lose the data), then the folder."""

@@ -245,4 +245,4 @@ def test_an_ex_post_interrupted_within_a_round_keeps_the_states_it_finished(game
     for n in straight:
         np.testing.assert_array_equal(straight[n][0], resumed[n][0])
         assert [e["round"] for e in resumed[n][1]] == [e["round"] for e in straight[n][1]]
-    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp*"))

@@ -202,7 +202,7 @@ def test_a_sweep_layer_interrupted_midway_resumes_from_its_parts(game, tmp_path,
     assert len(solved) == rest + len(layers[2]) + len(layers[3])
     assert sorted(map(id, solved[:rest])) == sorted(id(h) for s, h in enumerate(layers[3]) if s not in saved_states)
     _assert_same_sweeps(straight, straight_values, resumed, resumed_values)
-    assert not list(folder.glob("*.part*")) and not list(folder.glob("*.tmp"))
+    assert not list(folder.glob("*.part*")) and not list(folder.glob("*.tmp*"))
 
 
 def test_sweep_progress_lines():

@@ -283,7 +283,7 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
     assert [e["done"] for e in back] == [5]
     # the resumed iteration's time-left pilots come from the states left, not from the five done
     assert len(ordered[0]) == back[0]["states"] - 5 and all(len(o) == back[0]["states"] for o in ordered[1:])
-    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp*"))
 
     def same(a, b):
         assert np.array_equal(a.values, b.values) and np.array_equal(a.exploitability, b.exploitability)
@@ -354,7 +354,7 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     assert all(np.array_equal(x, y) for x, y in zip(resumed.strategy, whole.strategy))
     assert [{k: v for k, v in e.items() if k != "wall_s"} for e in resumed.log] == \
         [{k: v for k, v in e.items() if k != "wall_s"} for e in whole.log]
-    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp*"))
 
 
 def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, tiny_tensors, solved):
