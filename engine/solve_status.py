@@ -22,6 +22,7 @@ import numpy as np
 from engine.best_response import round_blocks, rounds_saved
 from engine.checkpoint import layer_path, read_log, reading_checkpoint, step_blocks
 from engine.profile_outcomes import outcome_blocks
+from engine.sweep_checkpoint import layer_saved_at, part_paths, saved_layer_wall_s
 
 
 @dataclass(frozen=True)
@@ -35,17 +36,18 @@ class BlocksKept:
     saved_at: float | None = None
 
 
-def blocks_kept(paths: Iterable[Path]) -> BlocksKept:
+def blocks_kept(paths: Iterable[Path], seconds: str = "elapsed") -> BlocksKept:
     """What the block files ``paths`` of one step hold (each has its ``states`` and, but for the
-    oldest layer blocks, the step's ``elapsed`` seconds when it was saved). A block deleted by the
-    running work meanwhile (its step saved whole) is passed over."""
+    oldest layer blocks, the step's seconds when it was saved, in its member ``seconds``: a model
+    sweep's parts call it ``wall_s``). A block deleted by the running work meanwhile (its step
+    saved whole) is passed over."""
     done, elapsed, saved_at = 0, 0.0, None
     for block in paths:
         try:
             with reading_checkpoint(block), np.load(block) as data:
                 done += len(data["states"])
-                if "elapsed" in data:
-                    elapsed = max(elapsed, float(data["elapsed"]))
+                if seconds in data:
+                    elapsed = max(elapsed, float(data[seconds]))
             saved_at = max(saved_at or 0.0, block.stat().st_mtime)
         except FileNotFoundError:
             continue
@@ -169,3 +171,30 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process
         return True
     return True
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """A model sweep (:mod:`engine.sweep_checkpoint`) as its checkpoint folder records it: the
+    layers saved (player counts, in order) with their seconds, when the last was saved (POSIX
+    time; None before), and the layer in progress (None once every layer is saved) with the
+    states its parts keep."""
+
+    label: str
+    saved: dict[int, float]
+    saved_at: float | None
+    in_progress: int | None
+    current: BlocksKept
+
+
+def sweep_status(folder: Path, label: str, players: list[int]) -> SweepStatus:
+    """Sweep ``label``'s layers (``players``, in the order it solves them) in ``folder``."""
+    saved, saved_at = {}, None
+    for n in players:
+        when = layer_saved_at(folder, label, n)
+        if when is None:
+            return SweepStatus(label, saved, saved_at, n, blocks_kept(part_paths(folder, label, n), "wall_s"))
+        saved[n] = saved_layer_wall_s(folder, label, n)
+        saved_at = max(saved_at or 0.0, when)
+    return SweepStatus(label, saved, saved_at, None, BlocksKept())
+

@@ -159,6 +159,21 @@ def load_sweep_layer(folder: Path, label: str, n: int, hands: list[CompiledHand]
     return {**found, "solvers": solvers}
 
 
+def layer_saved_at(folder: Path, label: str, n: int) -> float | None:
+    """When sweep ``label``'s finished layer ``n`` was saved (POSIX time), None before."""
+    try:
+        return _paths(folder, label, n)[0].stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def saved_layer_wall_s(folder: Path, label: str, n: int) -> float:
+    """The seconds sweep ``label``'s saved layer ``n`` took (one small member of its file)."""
+    path = _paths(folder, label, n)[0]
+    with reading_checkpoint(path), np.load(path) as data:
+        return float(data["wall_s"])
+
+
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:
     """Whether every layer (``players``) of sweep ``label`` is saved, so none needs a warm start."""
     return all(_paths(folder, label, n)[0].exists() for n in players)

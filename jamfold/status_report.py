@@ -16,8 +16,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from assets import ex_post, finishing
+from assets.model_analysis import model_names
+from assets.resume import game_key, kept_record, work_folders
+from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
-from engine.solve_status import BlocksKept, LayerStatus
+from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
+from engine.states import n_states
 
 
 def when(t: float) -> str:
@@ -25,6 +30,12 @@ def when(t: float) -> str:
     ago = max(time.time() - t, 0.0)
     age = f"{ago:.0f} s" if ago < 120 else f"{ago / 60:.0f} min" if ago < 7200 else f"{ago / 3600:.1f} h"
     return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))}, {age} ago"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as seconds, minutes or hours, whichever reads best."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.2f} h"
 
 
 def kept(blocks: BlocksKept, what: str) -> str:
@@ -66,7 +77,6 @@ def layer_lines(st: LayerStatus, gamma: float) -> list[str]:
 
 def _work(folder: Path, unit: str, solved_at: float) -> Path | None:
     """The unit's work folder, unless it is older than the solve it would have to be from."""
-    from assets.resume import work_folders
 
     current = [p for p in work_folders(folder, unit) if p.stat().st_mtime >= solved_at]
     return max(current, key=lambda p: p.stat().st_mtime) if current else None
@@ -75,15 +85,12 @@ def _work(folder: Path, unit: str, solved_at: float) -> Path | None:
 def finishing_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's finishing probabilities of the n-player layer (``folder``: their checkpoint
     folder; ``solved_at``: when the layers up to n were last solved, POSIX time)."""
-    from assets.finishing import layer_unit
-    from assets.resume import kept_record
-    from engine.solve_status import outcomes_status
 
     head = "  finishing probabilities:"
-    record = kept_record(folder, layer_unit(n))
+    record = kept_record(folder, finishing.layer_unit(n))
     if record is not None and record[1] >= solved_at:
         return f"{head} done, {record[0].get('rows', 0):,} rows (saved {when(record[1])})"
-    work = _work(folder, layer_unit(n), solved_at)
+    work = _work(folder, finishing.layer_unit(n), solved_at)
     blocks = outcomes_status(work, n) if work is not None else BlocksKept()
     if work is not None and blocks.saved_at is None:
         return f"{head} started; " + kept(blocks, "")
@@ -97,17 +104,14 @@ def finishing_line(folder: Path, n: int, states: int, solved_at: float) -> str:
 
 def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's ex post check of the n-player layer (``folder``: the ex post checkpoint folder)."""
-    from assets.ex_post import layer_unit
-    from assets.resume import kept_record
-    from engine.solve_status import nemesis_status
 
     head = "  ex post check:"
-    record = kept_record(folder, layer_unit(n))
+    record = kept_record(folder, ex_post.layer_unit(n))
     if record is not None and record[1] >= solved_at:
         r = record[0]
         return (f"{head} done in {r.get('rounds', 0)} nemesis rounds, largest gain ${r.get('max_gain', 0.0):.4g}, "
                 f"mean ${r.get('mean_gain', 0.0):.4g} (saved {when(record[1])})")
-    work = _work(folder, layer_unit(n), solved_at)
+    work = _work(folder, ex_post.layer_unit(n), solved_at)
     if work is None:
         if record is not None:
             return f"{head} stale: saved {when(record[1])}, before the layers' last solve; the next build redoes it"
@@ -123,14 +127,69 @@ def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     return text + f"; round {rounds + 1}: " + kept(st.current, f"of {states:,} states done")
 
 
+def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: float) -> str:
+    """A model's ex post check: done, or where it is (its hand outcomes layer by layer, then its
+    nemesis rounds layer by layer; ``folder``: the ex post checkpoint folder)."""
+
+    record = kept_record(folder, model)
+    if record is not None and record[1] >= checked_after:
+        return f"ex post check done (saved {when(record[1])})"
+    work = _work(folder, model, checked_after)
+    if work is None:
+        return "ex post check stale (before the last sweep): the next build redoes it" if record else \
+            "ex post check not started"
+    layers = range(2, cfg.players + 1)
+    for n in layers:
+        outcomes = outcomes_status(work, n)
+        if outcomes.states < n_states(cfg.units, n):
+            return f"ex post check: the {n}-player layer's hand outcomes, " + \
+                kept(outcomes, f"of {n_states(cfg.units, n):,} states done")
+    for n in layers:
+        st = nemesis_status(work, n)
+        if not st.converged:
+            return (f"ex post check: the {n}-player layer's nemesis round {len(st.rounds) + 1}, "
+                    + kept(st.current, f"of {n_states(cfg.units, n):,} states done"))
+    return "ex post check: converged in every layer; its values are being written to the warehouse"
+
+
+def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]:
+    """Each model's sweep, ex post check and simulated tournaments (only once a sweep has
+    started: a build with ``--skip-models`` runs none of them)."""
+
+    key = game_key(cfg)
+    folder = cache / "models" / key
+    players = list(range(2, cfg.players + 1))
+    sweeps = [sweep_status(folder, model, players) for model in model_names(cfg)] if folder.is_dir() else []
+    if not any(st.saved or st.current.saved_at is not None for st in sweeps):
+        yield "model sweeps: none started (`./lab build` without --skip-models runs them after the equilibrium)"
+        return
+    yield f"model sweeps (each state's hand solved under the model's values), in {folder}:"
+    # what checks a model's profile depends on every sweep (the fingerprint of model_sweeps), and the
+    # simulations on the equilibrium too
+    swept_at = max([st.saved_at for st in sweeps if st.saved_at is not None], default=0.0)
+    for st in sweeps:
+        head = f"  {st.label}:"
+        if st.in_progress is not None:
+            if not st.saved and st.current.saved_at is None:
+                yield f"{head} not started"
+                continue
+            states = n_states(cfg.units, st.in_progress)
+            done = f"{len(st.saved)} layer{'s' if len(st.saved) > 1 else ''} saved, " if st.saved else ""
+            yield (f"{head} sweep: {done}the {st.in_progress}-player layer: "
+                   + kept(st.current, f"of {states:,} states done").replace("block checkpoint", "part checkpoint"))
+            continue
+        parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
+                 _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
+        simulated = kept_record(cache / "simulations" / key, f"hero-{st.label}")
+        played = simulated is not None and simulated[1] >= max(swept_at, solved_at)
+        parts.append("its tournaments simulated" if played else "not simulated yet")
+        yield "; ".join(parts)
+
+
 def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
     """The lines of every layer: its solve, then, once solved, its finishing probabilities and ex
     post check. ``cache``: the checkpoints' root (``JAMFOLD_CACHE``); ``solve_folder``: the game's
     solve checkpoints in it."""
-    from assets.resume import game_key
-    from engine.checkpoint import DamagedCheckpoint
-    from engine.solve_status import layer_status
-    from engine.states import n_states
 
     solved_at = 0.0  # the latest solve of the layers so far: later steps depend on all of them
     for n in range(2, cfg.players + 1):
@@ -151,3 +210,7 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
                 yield line(cache / kind / game_key(cfg), n, states, solved_at)
             except DamagedCheckpoint as exc:
                 yield f"  {kind.replace('_', ' ')}: {exc}"
+    try:
+        yield from model_lines(cfg, cache, solved_at)
+    except DamagedCheckpoint as exc:
+        yield f"model sweeps: {exc}"

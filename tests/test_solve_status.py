@@ -214,3 +214,88 @@ def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny
     out = _progress(config, capsys)
     assert out.count("before the layers' last solve; the next build redoes it") == 2
     assert out.count("finishing probabilities: done") == 1 and out.count("ex post check: done") == 1
+
+
+def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(tiny_build, tmp_path, monkeypatch,
+                                                                               capsys):
+    """Each model's sweep (done with its seconds, or its layer in progress to its last part
+    checkpoint), its ex post check (done, or where the check stands in its work folder) and its
+    simulated tournaments, through a sweep and a model ex post check killed midway and the rerun."""
+    import shutil
+
+    import dagster as dg
+    import duckdb
+
+    import assets.model_ex_post as model_ex_post
+    import engine.model_strategies as ms
+    from assets.fgs import fgs_strategies
+    from assets.model_analysis import model_names, model_strategies
+    from assets.resources import GameResource, WarehouseResource
+    from assets.simulation import simulations
+    from engine.config import load_config
+    from engine.states import n_states
+    from jamfold.status_report import duration
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    cache = tmp_path / "cache"
+    shutil.copytree(tiny_build["root"] / "cache" / "solve", cache / "solve")  # the equilibrium, no model work
+    monkeypatch.setenv("JAMFOLD_CACHE", str(cache))
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    resources = {"game": GameResource(config_file=str(tiny_build["config"])),
+                 "warehouse": WarehouseResource(path=str(warehouse))}
+    config = tiny_build["config"]
+    models = model_names(load_config(config))
+    assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
+    assert "model sweeps: none started" in _progress(config, capsys)
+
+    # FGS-2 killed after three parts of its 3-player layer
+    monkeypatch.setattr(ms, "PART_EVERY_S", 0.0)
+    original, parts = ms.save_sweep_part, []
+
+    def killed_after_three(folder, label, n, states, *args):
+        if (label, n) == ("FGS-2", 3) and len(parts) == 3:
+            raise Interrupt
+        parts.extend(states if (label, n) == ("FGS-2", 3) else [])
+        return original(folder, label, n, states, *args)
+
+    monkeypatch.setattr(ms, "save_sweep_part", killed_after_three)
+    assert not dg.materialize([model_strategies, fgs_strategies], resources=resources, raise_on_error=False).success
+    out = _progress(config, capsys)
+    for model in models[:4]:  # (FGS-2 on, and the models after it, not started)
+        assert re.search(rf"\n  {model}: sweep done \([\d.]+ s over 2 layers\); ex post check not started; "
+                         rf"not simulated yet\n", out)
+    assert (f"\n  FGS-2: sweep: 1 layer saved, the 3-player layer: {len(parts)} of {n_states(6, 3)} states done "
+            f"at its last part checkpoint (") in out
+    assert all(f"\n  {model}: not started\n" in out for model in models[5:])
+
+    # the ex post check of the models killed in its third (roberts), after its hand outcomes
+    monkeypatch.setattr(ms, "save_sweep_part", original)
+    assert dg.materialize([model_strategies, fgs_strategies], resources=resources).success
+    calls = []
+
+    def killed_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise Interrupt
+        return real_ex_post(*args, **kwargs)
+
+    real_ex_post = model_ex_post.ex_post
+    monkeypatch.setattr(model_ex_post, "ex_post", killed_third)
+    assert not dg.materialize([model_ex_post.ex_post_models], resources=resources, raise_on_error=False).success
+    out = _progress(config, capsys)
+    assert out.count("ex post check done (saved ") == 2
+    assert ("\n  roberts: sweep done" in out and "; ex post check: the 2-player layer's nemesis round 1, no block "
+            "checkpoint of it yet (" in out)
+    assert out.count("ex post check not started") == len(models) - 3
+
+    monkeypatch.setattr(model_ex_post, "ex_post", real_ex_post)
+    assert dg.materialize([model_ex_post.ex_post_models, simulations], resources=resources).success
+    out = _progress(config, capsys)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for model in models:
+            wall = con.execute("SELECT sum(wall_s) FROM model_sweeps WHERE game = 'tiny' AND model = ?",
+                               [model]).fetchone()[0]
+            line = re.search(rf"\n  {model}: sweep done \(([\d.]+) s over 2 layers\); ex post check done \(saved "
+                             rf"[^)]*\); its tournaments simulated\n", out)
+            assert line and float(line[1]) == pytest.approx(float(duration(wall)[:-2]), abs=1)
