@@ -82,6 +82,7 @@ MODES = ("exact", "sampled")
 # of work each on two cores.
 EXACT_PAIR_CHUNK = 2048
 EXACT_TRIPLE_CHUNK = 2500
+EXACT_TRIPLE_TAG = "triples_exact"  # the names of the exact triple table's chunk checkpoints
 SAMPLED_CHUNK_DRAWS = 20_000_000  # rows per sampled chunk = this / samples
 
 
@@ -371,6 +372,27 @@ def _load_chunk(path: Path | None, rows: int) -> np.ndarray | None:
     return saved if saved.shape == (rows, 7) else None
 
 
+def _chunk_path(folder: Path, tag: str, start: int, stop: int) -> Path:
+    return folder / f"{tag}_rows{start:06d}-{stop:06d}.npy"
+
+
+def exact_triple_chunks_saved(checkpoint_dir: str | os.PathLike) -> tuple[int, int, float | None]:
+    """(chunks saved, chunks in all, when the last was saved: POSIX time or None) of an exact
+    triple table being built with ``checkpoint_dir`` (for `jamfold progress`; reads nothing but
+    the folder's names and times)."""
+    folder = Path(checkpoint_dir)
+    starts = range(0, N_TRIPLE_ROWS, EXACT_TRIPLE_CHUNK)
+    saved, last = 0, None
+    for start in starts:
+        try:
+            stop = min(start + EXACT_TRIPLE_CHUNK, N_TRIPLE_ROWS)
+            when = _chunk_path(folder, EXACT_TRIPLE_TAG, start, stop).stat().st_mtime
+        except FileNotFoundError:
+            continue
+        saved, last = saved + 1, max(last or 0.0, when)
+    return saved, len(starts), last
+
+
 def _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk_rows, tag):
     """Deals per canonical order, probabilities (rows × 6) and precision of all rows of
     ``classes``, chunk by chunk (optionally checkpointed)."""
@@ -385,7 +407,7 @@ def _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk_rows, t
         deals[:] = deal_counts(n, _padded(classes))
     for start in range(0, n_rows, chunk_rows):
         stop = min(start + chunk_rows, n_rows)
-        path = ckpt / f"{tag}_rows{start:06d}-{stop:06d}.npy" if ckpt is not None else None
+        path = _chunk_path(ckpt, tag, start, stop) if ckpt is not None else None
         saved = _load_chunk(path, stop - start)
         if saved is not None:
             deals[start:stop] = saved[:, 0].astype(np.int64)
@@ -453,7 +475,7 @@ def build_triple_table(
     t0 = time.perf_counter()
     classes = triple_classes()
     if mode == "exact":
-        chunk, tag = EXACT_TRIPLE_CHUNK, "triples_exact"
+        chunk, tag = EXACT_TRIPLE_CHUNK, EXACT_TRIPLE_TAG
     else:
         chunk, tag = max(256, SAMPLED_CHUNK_DRAWS // samples), f"triples_sampled_n{samples}_seed{seed}"
     deals, p, precision = _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk, tag)

@@ -21,6 +21,7 @@ from assets.model_analysis import model_names
 from assets.resume import game_key, kept_record, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
+from engine.rollout import exact_triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states
 
@@ -186,11 +187,26 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
         yield "; ".join(parts)
 
 
+def triple_table_line(cfg: GameConfig, cache: Path) -> str | None:
+    """The exact triple table's chunks (the first 13–16 minutes of a `thesis` build), None for a
+    game on sampled tables (built in seconds, not checkpointed)."""
+    if cfg.rollout_triples != "exact":
+        return None
+    saved, total, last = exact_triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"))
+    if not saved:
+        return "exact triple table: not started"
+    done = "all" if saved == total else f"{saved} of"
+    return f"exact triple table: {done} {total} chunks computed (the last saved {when(last)})"
+
+
 def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
     """The lines of every layer: its solve, then, once solved, its finishing probabilities and ex
     post check. ``cache``: the checkpoints' root (``JAMFOLD_CACHE``); ``solve_folder``: the game's
     solve checkpoints in it."""
 
+    tables = triple_table_line(cfg, cache)
+    if tables is not None:
+        yield tables
     solved_at = 0.0  # the latest solve of the layers so far: later steps depend on all of them
     for n in range(2, cfg.players + 1):
         states = n_states(cfg.units, n)

@@ -299,3 +299,35 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
             line = re.search(rf"\n  {model}: sweep done \(([\d.]+) s over 2 layers\); ex post check done \(saved "
                              rf"[^)]*\); its tournaments simulated\n", out)
             assert line and float(line[1]) == pytest.approx(float(duration(wall)[:-2]), abs=1)
+
+
+def test_progress_counts_the_exact_triple_tables_chunks(tmp_path, monkeypatch, capsys):
+    """The first quarter hour of a `thesis` build: the exact triple table's chunks saved so far,
+    counted from the checkpoints an interrupted build leaves (the rollout itself stood in for by
+    zeros and cut into 9 chunks: what is counted is the build's own files)."""
+    import numpy as np
+
+    import engine.rollout as ro
+
+    monkeypatch.setattr(ro, "EXACT_TRIPLE_CHUNK", 100_000)  # 9 chunks
+    monkeypatch.setattr(ro, "_exact_rows", lambda classes: (np.zeros(len(classes), np.int64),
+                                                           np.zeros((len(classes), 6))))
+    config = tmp_path / "exact.toml"
+    config.write_text('name = "exact"\nplayers = 3\nunits = 8\npayouts = [70, 30]\ngamma = 0.001\n'
+                      'rollout_pairs = "exact"\nrollout_triples = "exact"\n')
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JAMFOLD_CACHE", str(cache))
+    assert "exact triple table" not in _progress(config, capsys)  # nothing yet: the early answer
+
+    def stop_after_three(done, total):
+        if done == 3 * 100_000:
+            raise Interrupt
+    with pytest.raises(Interrupt):
+        ro.build_triple_table("exact", progress=stop_after_three, checkpoint_dir=str(cache / "rollout" / "exact"))
+    out = _progress(config, capsys)
+    assert "no running build found: `./lab build --config" in out
+    assert "exact triple table: 3 of 9 chunks computed (the last saved " in out
+    assert "2-player layer (7 states): not started" in out
+
+    ro.build_triple_table("exact", checkpoint_dir=str(cache / "rollout" / "exact"))
+    assert "exact triple table: all 9 chunks computed (the last saved " in _progress(config, capsys)
