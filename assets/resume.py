@@ -88,14 +88,16 @@ def kept_record(folder: Path, unit: str) -> tuple[dict, float] | None:
     than the results it depends on is stale, and the next build redoes its unit."""
     path = folder / f"{unit}.json"
     try:
-        return json.loads(path.read_text())["record"], path.stat().st_mtime
-    except (OSError, ValueError, KeyError, TypeError):  # absent, or being replaced this moment
+        saved_at = path.stat().st_mtime
+        record = json.loads(path.read_text())["record"]
+    except (OSError, ValueError, KeyError, TypeError):  # absent, or not a record
         return None
+    return (record, saved_at) if isinstance(record, dict) else None
 
 
 def work_folders(folder: Path, unit: str) -> list[Path]:
     """The work folders of ``unit`` (:meth:`UnitCheckpoint.work_dir`), any stamp: one, or none, but
-    for an interrupt between making a new one and deleting the old."""
+    where deleting an old one was cut short (its remains kept their stamp's name)."""
     return sorted(p for p in folder.glob(f"{unit}.work-*") if p.is_dir())
 
 

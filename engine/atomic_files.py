@@ -4,14 +4,17 @@ A checkpoint is written to a temporary name and renamed over its final one, so a
 leaves either the old file or the new one. A rename alone is not enough after a power loss: the
 file system may keep the rename (and the deletions of the blocks it replaced) but not the new
 file's contents, which come back empty. So the temporary file's data is forced to disk before the
-rename, and the folder's entry after it. A write that fails or is interrupted deletes its
-temporary file (a 5-player layer's checkpoint is 15 GB, too much to leave behind).
+rename, and the folder's entry after it. A write that fails, or is interrupted in Python
+(Ctrl-C), deletes its temporary file (a 5-player layer's checkpoint is 15 GB, too much to leave
+behind); one killed outright (SIGKILL, a power loss) leaves it, named by its process, and
+:func:`drop_dead_temporaries` deletes those at the next start of the work.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -69,3 +72,28 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def drop_dead_temporaries(folder: Path) -> list[Path]:
+    """Delete the temporary files in ``folder`` that :func:`atomic_path` left for processes no
+    longer running (killed outright mid-write); a live process's are left alone, since it may be
+    writing them now. Returns the files deleted."""
+    dropped = []
+    for tmp in Path(folder).glob("*.tmp*"):
+        match = re.fullmatch(r".+\.tmp(\d+)", tmp.name)
+        if match and not _running(int(match[1])):
+            tmp.unlink(missing_ok=True)
+            dropped.append(tmp)
+    return dropped
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True

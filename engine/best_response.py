@@ -232,10 +232,11 @@ def rounds_saved(folder: Path, n: int) -> tuple[list[dict], bool] | None:
     whether the check has converged; None before its first round ends. Reads only the log (for
     `jamfold progress`, beside the running check)."""
     path = _round_path(folder, n)
-    if not path.exists():
+    try:
+        with reading_checkpoint(path), np.load(path) as data:
+            return _rounds_log(data, n), bool(data["finished"])
+    except FileNotFoundError:  # (or deleted this moment with its work folder, the check done)
         return None
-    with reading_checkpoint(path), np.load(path) as data:
-        return _rounds_log(data, n), bool(data["finished"])
 
 
 def round_blocks(folder: Path, n: int) -> list[tuple[int, int, Path]]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.atomic_files import drop_dead_temporaries
 from engine.cfr import HandSolver
 from engine.checkpoint import BlockSaver, layer_path, load_layer
 from engine.game_tree import CompiledHand, utilities
@@ -143,6 +144,8 @@ def solve_sweep(label: str, layers: Layers, successor_values: dict[int, np.ndarr
     and a layer already saved is read back instead of solved (:mod:`engine.sweep_checkpoint`);
     without ``read_strategies`` a layer read back brings no strategies nor outcome probabilities.
     """
+    if checkpoint is not None:  # a save killed outright (up to 10 GiB of solvers): never read
+        drop_dead_temporaries(checkpoint)
     out = Sweep(label, {}, {}, {}, {}, {}, {}, 0.0)
     pool = SolverPool(threads, largest_hand([h for hands in layers.values() for h in hands]))
     try:

@@ -44,13 +44,13 @@ def blocks_kept(paths: Iterable[Path], seconds: str = "elapsed") -> BlocksKept:
     done, elapsed, saved_at = 0, 0.0, None
     for block in paths:
         try:
+            when = block.stat().st_mtime
             with reading_checkpoint(block), np.load(block) as data:
-                done += len(data["states"])
-                if seconds in data:
-                    elapsed = max(elapsed, float(data[seconds]))
-            saved_at = max(saved_at or 0.0, block.stat().st_mtime)
+                states = len(data["states"])
+                took = float(data[seconds]) if seconds in data else 0.0
         except FileNotFoundError:
             continue
+        done, elapsed, saved_at = done + states, max(elapsed, took), max(saved_at or 0.0, when)
     return BlocksKept(done, elapsed, saved_at)
 
 
@@ -197,4 +197,3 @@ def sweep_status(folder: Path, label: str, players: list[int]) -> SweepStatus:
         saved[n] = saved_layer_wall_s(folder, label, n)
         saved_at = max(saved_at or 0.0, when)
     return SweepStatus(label, saved, saved_at, None, BlocksKept())
-

@@ -7,7 +7,8 @@ evaluation) and its ex post check (nemesis rounds, about an hour each on the 45-
 layer). Everything is read from files (:mod:`engine.solve_status`, :func:`assets.resume.kept_record`);
 the warehouse is not opened, since the build may be writing it. A finished step's record cannot
 be checked against the equilibrium it was made for without the warehouse, so one saved before its
-layer (or a smaller one) was last solved is reported as stale: the next build redoes it.
+layer (or a smaller one) was last solved is reported as stale: the next build redoes it. (That
+test reads the files' modification times: a cache copied without them reads as stale.)
 """
 
 from __future__ import annotations
@@ -77,50 +78,70 @@ def layer_lines(st: LayerStatus, gamma: float) -> list[str]:
 
 
 def _work(folder: Path, unit: str, solved_at: float) -> Path | None:
-    """The unit's work folder, unless it is older than the solve it would have to be from."""
+    """The unit's work folder, unless it is older than the solve it would have to be from (or was
+    deleted this moment, its unit done)."""
+    current = []
+    for path in work_folders(folder, unit):
+        try:
+            current.append((path.stat().st_mtime, path))
+        except FileNotFoundError:
+            continue
+    return max(current)[1] if current and max(current)[0] >= solved_at else None
 
-    current = [p for p in work_folders(folder, unit) if p.stat().st_mtime >= solved_at]
-    return max(current, key=lambda p: p.stat().st_mtime) if current else None
+
+def _record(folder: Path, unit: str, work: Path | None) -> tuple[dict, float] | None:
+    """The unit's record, read again when no work folder was found: a unit finishing meanwhile
+    writes its record, then deletes its work folder."""
+    return kept_record(folder, unit) if work is None else None
+
+
+STALE = "stale: saved {}, before the layers' last solve; the next build redoes it"
 
 
 def finishing_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's finishing probabilities of the n-player layer (``folder``: their checkpoint
     folder; ``solved_at``: when the layers up to n were last solved, POSIX time)."""
-
-    head = "  finishing probabilities:"
-    record = kept_record(folder, finishing.layer_unit(n))
+    head, unit = "  finishing probabilities:", finishing.layer_unit(n)
+    work = None
+    record = kept_record(folder, unit)
+    if record is None or record[1] < solved_at:
+        work = _work(folder, unit, solved_at)
+        record = _record(folder, unit, work) or record
     if record is not None and record[1] >= solved_at:
-        return f"{head} done, {record[0].get('rows', 0):,} rows (saved {when(record[1])})"
-    work = _work(folder, finishing.layer_unit(n), solved_at)
-    blocks = outcomes_status(work, n) if work is not None else BlocksKept()
-    if work is not None and blocks.saved_at is None:
-        return f"{head} started; " + kept(blocks, "")
+        rows = record[0].get("rows")
+        return f"{head} done" + (f", {rows:,} rows" if isinstance(rows, int) else "") + f" (saved {when(record[1])})"
     if work is not None:
+        blocks = outcomes_status(work, n)
+        if blocks.saved_at is None:
+            return f"{head} started; " + kept(blocks, "")
         text = f"{head} hand outcomes of " + kept(blocks, f"of {states:,} states done")
         return text + ("; then a policy evaluation of the layer" if blocks.states == states else "")
-    if record is not None:
-        return f"{head} stale: saved {when(record[1])}, before the layers' last solve; the next build redoes it"
-    return f"{head} not started"
+    return f"{head} " + (STALE.format(when(record[1])) if record is not None else "not started")
+
+
+def _money(record: dict, key: str) -> str:
+    value = record.get(key)
+    return f"${value:.4g}" if isinstance(value, (int, float)) else "?"
 
 
 def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's ex post check of the n-player layer (``folder``: the ex post checkpoint folder)."""
-
-    head = "  ex post check:"
-    record = kept_record(folder, ex_post.layer_unit(n))
+    head, unit = "  ex post check:", ex_post.layer_unit(n)
+    work = None
+    record = kept_record(folder, unit)
+    if record is None or record[1] < solved_at:
+        work = _work(folder, unit, solved_at)
+        record = _record(folder, unit, work) or record
     if record is not None and record[1] >= solved_at:
         r = record[0]
-        return (f"{head} done in {r.get('rounds', 0)} nemesis rounds, largest gain ${r.get('max_gain', 0.0):.4g}, "
-                f"mean ${r.get('mean_gain', 0.0):.4g} (saved {when(record[1])})")
-    work = _work(folder, ex_post.layer_unit(n), solved_at)
+        return (f"{head} done in {r.get('rounds', '?')} nemesis rounds, largest gain {_money(r, 'max_gain')}, "
+                f"mean {_money(r, 'mean_gain')} (saved {when(record[1])})")
     if work is None:
-        if record is not None:
-            return f"{head} stale: saved {when(record[1])}, before the layers' last solve; the next build redoes it"
-        return f"{head} not started"
+        return f"{head} " + (STALE.format(when(record[1])) if record is not None else "not started")
     st = nemesis_status(work, n)
     rounds = len(st.rounds)
     if st.converged:
-        return f"{head} converged in {rounds} nemesis rounds; its values are being written to the warehouse"
+        return f"{head} converged in {rounds} nemesis rounds; its values go to the warehouse next"
     text = f"{head} {rounds} nemesis round{'s' if rounds != 1 else ''} done"
     if st.rounds:
         last = st.rounds[-1]
@@ -131,14 +152,19 @@ def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
 def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: float) -> str:
     """A model's ex post check: done, or where it is (its hand outcomes layer by layer, then its
     nemesis rounds layer by layer; ``folder``: the ex post checkpoint folder)."""
+    def done(record: tuple[dict, float] | None) -> bool:  # (a record without value_error is checked again)
+        return record is not None and record[1] >= checked_after and "value_error" in record[0]
 
     record = kept_record(folder, model)
-    if record is not None and record[1] >= checked_after:
+    work = None
+    if not done(record):
+        work = _work(folder, model, checked_after)
+        record = _record(folder, model, work) or record
+    if done(record):
         return f"ex post check done (saved {when(record[1])})"
-    work = _work(folder, model, checked_after)
     if work is None:
-        return "ex post check stale (before the last sweep): the next build redoes it" if record else \
-            "ex post check not started"
+        return "ex post check stale (from before the last sweep, or an older check): the next build redoes it" \
+            if record else "ex post check not started"
     layers = range(2, cfg.players + 1)
     for n in layers:
         outcomes = outcomes_status(work, n)
@@ -150,30 +176,34 @@ def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: flo
         if not st.converged:
             return (f"ex post check: the {n}-player layer's nemesis round {len(st.rounds) + 1}, "
                     + kept(st.current, f"of {n_states(cfg.units, n):,} states done"))
-    return "ex post check: converged in every layer; its values are being written to the warehouse"
+    return "ex post check: converged in every layer; its values go to the warehouse next"
 
 
 def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]:
     """Each model's sweep, ex post check and simulated tournaments (only once a sweep has
     started: a build with ``--skip-models`` runs none of them)."""
-
     key = game_key(cfg)
     folder = cache / "models" / key
     players = list(range(2, cfg.players + 1))
     sweeps = [sweep_status(folder, model, players) for model in model_names(cfg)] if folder.is_dir() else []
     if not any(st.saved or st.current.saved_at is not None for st in sweeps):
-        yield "model sweeps: none started (`./lab build` without --skip-models runs them after the equilibrium)"
+        yield ("model sweeps: none saved yet (a sweep saves its first part after 5 minutes; `./lab build` without "
+               "--skip-models runs them after the equilibrium)")
         return
     yield f"model sweeps (each state's hand solved under the model's values), in {folder}:"
     # what checks a model's profile depends on every sweep (the fingerprint of model_sweeps), and the
     # simulations on the equilibrium too
     swept_at = max([st.saved_at for st in sweeps if st.saved_at is not None], default=0.0)
+    earlier_done = True
     for st in sweeps:
         head = f"  {st.label}:"
         if st.in_progress is not None:
             if not st.saved and st.current.saved_at is None:
-                yield f"{head} not started"
+                # the sweeps run in this order: the first after those done is next, or in its first minutes
+                yield f"{head} " + ("next: no part checkpoint of it yet" if earlier_done else "not started")
+                earlier_done = False
                 continue
+            earlier_done = False
             states = n_states(cfg.units, st.in_progress)
             done = f"{len(st.saved)} layer{'s' if len(st.saved) > 1 else ''} saved, " if st.saved else ""
             yield (f"{head} sweep: {done}the {st.in_progress}-player layer: "
@@ -181,8 +211,10 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
             continue
         parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
                  _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
-        simulated = kept_record(cache / "simulations" / key, f"hero-{st.label}")
-        played = simulated is not None and simulated[1] >= max(swept_at, solved_at)
+        # its tournaments against the equilibrium, then (but Harville's) its direct match against Harville
+        units = [f"hero-{st.label}"] + ([f"match-{st.label}"] if st.label != "harville" else [])
+        records = [kept_record(cache / "simulations" / key, unit) for unit in units]
+        played = all(r is not None and r[1] >= max(swept_at, solved_at) for r in records)
         parts.append("its tournaments simulated" if played else "not simulated yet")
         yield "; ".join(parts)
 
@@ -203,7 +235,6 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
     """The lines of every layer: its solve, then, once solved, its finishing probabilities and ex
     post check. ``cache``: the checkpoints' root (``JAMFOLD_CACHE``); ``solve_folder``: the game's
     solve checkpoints in it."""
-
     tables = triple_table_line(cfg, cache)
     if tables is not None:
         yield tables
@@ -219,6 +250,9 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
         yield from layer_lines(st, cfg.gamma)
         if not st.finished or st.current.states:
             solved_at = float("inf")  # nothing after it can be current
+            continue
+        if solved_at == float("inf"):  # a smaller layer unreadable or being solved again
+            yield "  finishing probabilities and ex post check: after the smaller layers' solves"
             continue
         solved_at = max(solved_at, st.saved_at or 0.0)
         for line, kind in ((finishing_line, "finishing"), (ex_post_line, "ex_post")):

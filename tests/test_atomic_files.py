@@ -44,15 +44,35 @@ def test_a_checkpoint_save_interrupted_midway_keeps_the_old_file_and_leaves_no_t
         yield np.ones((2, 4))
         raise KeyboardInterrupt
 
-    class Pieces(list):  # the rows of a stream, produced while it is written (as solver records are read)
+    class Pieces(list):  # the rows of a stream: counted for its header, then cut short while written
+        passes = 0
+
         def __iter__(self):
-            return rows()
+            Pieces.passes += 1
+            return super().__iter__() if Pieces.passes == 1 else rows()
 
     with pytest.raises(KeyboardInterrupt):
         write_npz(path, {"V": np.ones(3)}, {"R": (np.float64, 4, Pieces([np.ones((2, 4)), np.ones((2, 4))]))})
+    assert Pieces.passes == 2  # (the interrupt came while the rows were being written)
     with np.load(path) as kept:
         assert kept["V"].tolist() == [0.0, 0.0, 0.0] and kept.files == ["V"]
     assert [p.name for p in tmp_path.iterdir()] == ["layer3.npz"]
+
+
+def test_temporaries_of_processes_killed_outright_are_dropped_and_live_ones_kept(tmp_path):
+    """A save killed by SIGKILL leaves its temporary, named by its process: the next start of the
+    work deletes it, but never the temporary of a process still running (it may be writing it)."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = tmp_path / f"FGS-1.layer5.solvers.npz.tmp{int(dead.stdout)}"
+    live = tmp_path / f"FGS-2.layer5.npz.tmp{os.getpid()}"
+    other = tmp_path / "notes.tmp"  # not one of ours
+    for path in (gone, live, other):
+        path.write_bytes(b"PK")
+    assert atomic_files.drop_dead_temporaries(tmp_path) == [gone]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
 
 
 def test_a_checkpoint_is_forced_to_disk_before_its_rename(tmp_path, monkeypatch):

@@ -186,6 +186,8 @@ def test_a_sweep_layer_interrupted_midway_resumes_from_its_parts(game, tmp_path,
 
     monkeypatch.setattr(ms.HandSolver, "solve", counting_solve)
     monkeypatch.setattr(ms, "save_sweep_part", original)
+    # and a save that a SIGKILL cut short, by a process gone since: the rerun deletes it
+    (folder / "FGS-1.layer3.solvers.npz.tmp999999999").write_bytes(b"PK half a file")
     events = []
     resumed, resumed_values = _all_sweeps(game, folder, events.append)
 

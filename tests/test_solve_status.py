@@ -247,7 +247,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     config = tiny_build["config"]
     models = model_names(load_config(config))
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
-    assert "model sweeps: none started" in _progress(config, capsys)
+    assert "model sweeps: none saved yet" in _progress(config, capsys)
 
     # FGS-2 killed after three parts of its 3-player layer
     monkeypatch.setattr(ms, "PART_EVERY_S", 0.0)
@@ -268,6 +268,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert (f"\n  FGS-2: sweep: 1 layer saved, the 3-player layer: {len(parts)} of {n_states(6, 3)} states done "
             f"at its last part checkpoint (") in out
     assert all(f"\n  {model}: not started\n" in out for model in models[5:])
+    assert "next: no part checkpoint" not in out
 
     # the ex post check of the models killed in its third (roberts), after its hand outcomes
     monkeypatch.setattr(ms, "save_sweep_part", original)
