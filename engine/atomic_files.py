@@ -81,15 +81,14 @@ def drop_dead_temporaries(folder: Path) -> list[Path]:
     dropped = []
     for tmp in Path(folder).glob("*.tmp*"):
         match = re.fullmatch(r".+\.tmp(\d+)", tmp.name)
-        if match and not _running(int(match[1])):
+        if match and not process_running(int(match[1])):
             tmp.unlink(missing_ok=True)
             dropped.append(tmp)
     return dropped
 
 
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` exists (someone else's included)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

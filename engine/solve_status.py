@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.atomic_files import process_running
 from engine.best_response import round_blocks, rounds_saved
 from engine.checkpoint import layer_path, read_log, reading_checkpoint, step_blocks
 from engine.profile_outcomes import outcome_blocks
@@ -149,7 +150,7 @@ def lock_holder(folder: Path) -> int | None:
     try:
         table = Path("/proc/locks").read_text()
     except OSError:
-        return named if named is not None and _alive(named) else None
+        return named if named is not None and process_running(named) else None
     device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}".lower()
     for line in table.splitlines():
         fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 1072 fe:00:2188523 0 EOF"
@@ -161,16 +162,6 @@ def lock_holder(folder: Path) -> int | None:
         if where == device or (where.rsplit(":", 1)[-1] == str(info.st_ino) and pid == named):
             return pid
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 @dataclass(frozen=True)

@@ -89,10 +89,23 @@ def _work(folder: Path, unit: str, solved_at: float) -> Path | None:
     return max(current)[1] if current and max(current)[0] >= solved_at else None
 
 
-def _record(folder: Path, unit: str, work: Path | None) -> tuple[dict, float] | None:
-    """The unit's record, read again when no work folder was found: a unit finishing meanwhile
-    writes its record, then deletes its work folder."""
-    return kept_record(folder, unit) if work is None else None
+def _unit(folder: Path, unit: str, after: float, complete=lambda record: True
+          ) -> tuple[tuple[dict, float] | None, bool, Path | None]:
+    """(record and when it was saved, whether it is current, work folder) of a
+    :class:`assets.resume.UnitCheckpoint` unit in ``folder``: current when saved at or after
+    ``after`` (POSIX time) and ``complete``; otherwise its work folder, if one is newer than
+    ``after``. Without one the record is read again: a unit finishing meanwhile writes its record,
+    then deletes its work folder."""
+    def current(record: tuple[dict, float] | None) -> bool:
+        return record is not None and record[1] >= after and complete(record[0])
+
+    record = kept_record(folder, unit)
+    if current(record):
+        return record, True, None
+    work = _work(folder, unit, after)
+    if work is None:
+        record = kept_record(folder, unit) or record
+    return record, current(record), work
 
 
 STALE = "stale: saved {}, before the layers' last solve; the next build redoes it"
@@ -101,13 +114,9 @@ STALE = "stale: saved {}, before the layers' last solve; the next build redoes i
 def finishing_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's finishing probabilities of the n-player layer (``folder``: their checkpoint
     folder; ``solved_at``: when the layers up to n were last solved, POSIX time)."""
-    head, unit = "  finishing probabilities:", finishing.layer_unit(n)
-    work = None
-    record = kept_record(folder, unit)
-    if record is None or record[1] < solved_at:
-        work = _work(folder, unit, solved_at)
-        record = _record(folder, unit, work) or record
-    if record is not None and record[1] >= solved_at:
+    head = "  finishing probabilities:"
+    record, done, work = _unit(folder, finishing.layer_unit(n), solved_at)
+    if done:
         rows = record[0].get("rows")
         return f"{head} done" + (f", {rows:,} rows" if isinstance(rows, int) else "") + f" (saved {when(record[1])})"
     if work is not None:
@@ -126,13 +135,9 @@ def _money(record: dict, key: str) -> str:
 
 def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's ex post check of the n-player layer (``folder``: the ex post checkpoint folder)."""
-    head, unit = "  ex post check:", ex_post.layer_unit(n)
-    work = None
-    record = kept_record(folder, unit)
-    if record is None or record[1] < solved_at:
-        work = _work(folder, unit, solved_at)
-        record = _record(folder, unit, work) or record
-    if record is not None and record[1] >= solved_at:
+    head = "  ex post check:"
+    record, done, work = _unit(folder, ex_post.layer_unit(n), solved_at)
+    if done:
         r = record[0]
         return (f"{head} done in {r.get('rounds', '?')} nemesis rounds, largest gain {_money(r, 'max_gain')}, "
                 f"mean {_money(r, 'mean_gain')} (saved {when(record[1])})")
@@ -152,15 +157,9 @@ def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
 def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: float) -> str:
     """A model's ex post check: done, or where it is (its hand outcomes layer by layer, then its
     nemesis rounds layer by layer; ``folder``: the ex post checkpoint folder)."""
-    def done(record: tuple[dict, float] | None) -> bool:  # (a record without value_error is checked again)
-        return record is not None and record[1] >= checked_after and "value_error" in record[0]
-
-    record = kept_record(folder, model)
-    work = None
-    if not done(record):
-        work = _work(folder, model, checked_after)
-        record = _record(folder, model, work) or record
-    if done(record):
+    # (a record from before the convergence checks, without value_error, is checked again)
+    record, done, work = _unit(folder, model, checked_after, lambda r: "value_error" in r)
+    if done:
         return f"ex post check done (saved {when(record[1])})"
     if work is None:
         return "ex post check stale (from before the last sweep, or an older check): the next build redoes it" \
