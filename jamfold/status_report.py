@@ -1,10 +1,12 @@
 """`jamfold progress`: where a game's build stands, as lines of text, from its checkpoint folders.
 
-Per layer: its solve (outer iterations, the last one's figures, the states of the one in progress
-kept in block checkpoints), then, once it is solved, the two long steps the build runs on it: the
-equilibrium's finishing probabilities (a hand-outcome pass over the layer's states, then a policy
-evaluation) and its ex post check (nemesis rounds, about an hour each on the 45-unit 5-player
-layer). Everything is read from files (:mod:`engine.solve_status`, :func:`assets.resume.kept_record`);
+In the order a build runs them: the exact triple table's chunks; per layer, its solve (outer
+iterations, the last one's figures, the states of the one in progress kept in block checkpoints),
+then, once it is solved, the two long steps the build runs on it: the equilibrium's finishing
+probabilities (a hand-outcome pass over the layer's states, then a policy evaluation) and its ex
+post check (nemesis rounds, about an hour each on the 45-unit 5-player layer); then, per model,
+its sweep (its layers, and the part checkpoints of the one in progress), its ex post check and
+its simulated tournaments. Everything is read from files (:mod:`engine.solve_status`, :func:`assets.resume.kept_record`);
 the warehouse is not opened, since the build may be writing it. A finished step's record cannot
 be checked against the equilibrium it was made for without the warehouse, so one saved before its
 layer (or a smaller one) was last solved is reported as stale: the next build redoes it. (That
