@@ -1176,7 +1176,35 @@ def test_heavy_loops_start_by_handing_back_freed_memory(tiny_tensors):
     solve_layer(6, 2, PAYOUTS, 1e-2, tiny_tensors, {}, threads=1,
                 progress=lambda e: seen.append(_resident_mib()) if e["event"] == "preparing" else None)
     assert held - seen[0] > 150
-    assert len(kept) == 16_000
+
+    # the finishing probabilities, the ex post checks and the sweeps start by compiling their layers
+    kept += leave_freed_records()
+    held = _resident_mib()
+    compile_layer(6, 2, PAYOUTS)
+    assert held - _resident_mib() > 150
+    assert len(kept) == 24_000
+
+
+def test_a_layer_solve_drops_its_solvers_and_hands_their_memory_back_before_it_returns(tiny_tensors, tmp_path,
+                                                                                        monkeypatch):
+    """The build runs its assets in one process: the 5-player layer's solvers (about 10 GiB) are
+    dropped and their pages handed back when the solve returns, so the next asset's allocations are
+    not added on top of them. Counted at each trim: no solver is left at the last."""
+    import gc
+
+    import engine.tournament as tournament
+    from engine.cfr import HandSolver
+
+    alive = []
+
+    def count_solvers_then_trim() -> bool:
+        gc.collect()
+        alive.append(sum(isinstance(o, HandSolver) for o in gc.get_objects()))
+        return True
+
+    monkeypatch.setattr(tournament, "release_free_memory", count_solvers_then_trim)
+    solution = solve_layer(6, 2, PAYOUTS, 1e-2, tiny_tensors, {}, threads=1, checkpoint=tmp_path)
+    assert max(alive) >= len(solution.hands) and alive[-1] == 0  # (trims at the checkpoints saw them)
 
 
 def test_estimable_order_samples_every_kind_first():
