@@ -20,10 +20,10 @@ import pandas as pd
 
 from assets.fgs import fgs_strategies
 from assets.finishing import FINISHING_ASSETS
-from assets.model_analysis import model_names, model_strategies
+from assets.model_analysis import model_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from engine.equity_models import MODELS
+from engine.equity_models import MODELS, model_names
 from warehouse import db
 
 DEVIATION_CHECKS = {
@@ -107,7 +107,7 @@ def deviation_statistics(context: dg.AssetExecutionContext, config: DeviationCon
             [cfg.name]).fetchone()
         headline, by_players = _headline(con, cfg.name), _mapd_by_players(con, cfg.name)
         largest = _largest_deviations(con, cfg.name)
-    configured = model_names(cfg)
+    configured = model_names(cfg.fgs_depth)
     models = expected_models(configured, set(compared), config.sweeps_left_out)
     pending = [m for m in configured if m not in models]
     if pending:

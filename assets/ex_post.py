@@ -15,7 +15,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource, cache_dir, skipped_layer
+from assets.paths import EQUILIBRIUM, cache_dir, ex_post_unit
+from assets.resources import GameResource, WarehouseResource, skipped_layer
 from assets.resume import UnitCheckpoint, game_key, rows_digest
 from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
@@ -25,7 +26,7 @@ from engine.layers import compile_layer
 from engine.states import n_states
 from warehouse import db
 
-PROFILE = "equilibrium"
+PROFILE = EQUILIBRIUM
 CHECKS = {
     "nemesis_at_least_profile": "the nemesis gains at least 0 over the profile in every (state, seat) (within 1e-8 $): "
                                 "a best response never does worse",
@@ -107,12 +108,6 @@ def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int
     return out
 
 
-def layer_unit(n: int) -> str:
-    """The name of the equilibrium's n-player check in the ex post checkpoint folder
-    (``.cache/ex_post/<game key>/``): its record, and its work folder of nemesis rounds while it runs."""
-    return f"{PROFILE}.layer{n}"
-
-
 def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
     return [
         dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(record["min_gain"] >= -1e-8),
@@ -137,7 +132,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             return skipped_layer(cfg, CHECKS)
         t0 = time.perf_counter()
         m = n_states(cfg.units, n)
-        unit = layer_unit(n)
+        unit = ex_post_unit(n)
         with warehouse.connect() as con:
             done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.resources import GameResource, WarehouseResource, cache_dir, skipped_layer
+from assets.paths import cache_dir, finishing_unit
+from assets.resources import GameResource, WarehouseResource, skipped_layer
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
@@ -41,13 +42,6 @@ CHECKS = {
     "finishing_gives_back_the_values": "Σ place probability × payout equals the stored equilibrium value of every "
                                        "(state, position) within 1e-6 $: the warehouse's strategies are the solve's",
 }
-
-
-def layer_unit(n: int) -> str:
-    """The name of the n-player layer's unit in the finishing probabilities' checkpoint folder
-    (``.cache/finishing/<game key>/``): its record ``layer{n}.json``, its work folder of hand-outcome
-    blocks while it runs."""
-    return f"layer{n}"
 
 
 def finishing_rows(fin: np.ndarray) -> pd.DataFrame:
@@ -133,7 +127,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                  f"warehouse; materialize finishing_{missing[0]}p first (they are this layer's "
                                  f"successors' probabilities)")
             lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
-        unit = done.load(layer_unit(n))
+        unit = done.load(finishing_unit(n))
         if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
             rows = kept
             context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
@@ -143,11 +137,11 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 strategies = read_strategies(con, cfg.name, n, len(stacks))
             probs = outcome_probabilities(hands, strategies, equilibrium_tensors(warehouse.path, cfg),
                                           progress=lambda event: context.log.info(outcome_log_line(event)),
-                                          checkpoint=done.work_dir(layer_unit(n)))
+                                          checkpoint=done.work_dir(finishing_unit(n)))
             frame = finishing_rows(layer_finishing(hands, probs, n, lower, cfg.players))  # lower: the layers below n
             with warehouse.connect() as con:
                 rows = db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
-            done.save(layer_unit(n), {"rows": len(frame)})
+            done.save(finishing_unit(n), {"rows": len(frame)})
             context.log.info(f"{n}-player layer: finishing probabilities of {m:,} states in "
                              f"{time.perf_counter() - t0:.2f} s")
         with warehouse.connect() as con:

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from assets.models import equity_model_tables
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.paths import cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import game_key, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.config import GameConfig
@@ -51,11 +52,6 @@ def strategies_fingerprint(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> s
     changes it."""
     return rows_digest(con, "SELECT model, players, states, cfr_iterations, max_exploitability FROM model_sweeps "
                             "WHERE game = ? ORDER BY model, players", [cfg.name])
-
-
-def model_names(cfg: GameConfig) -> list[str]:
-    """The models of a game, in report order: the ICM family, then FGS-1 … FGS-D."""
-    return [*MODELS, *(f"FGS-{d}" for d in range(1, cfg.fgs_depth + 1))]
 
 
 def _node_rows(sweep: Sweep, layers: dict) -> Iterator[pd.DataFrame]:

@@ -16,11 +16,13 @@ import numpy as np
 
 from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
-from assets.model_analysis import model_names, model_strategies, strategies_fingerprint
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.model_analysis import model_strategies, strategies_fingerprint
+from assets.paths import cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
+from engine.equity_models import model_names
 from engine.model_strategies import profile_values
 from engine.profile_outcomes import outcome_probabilities
 from engine.solve_progress import nemesis_log_line, outcome_log_line
@@ -54,7 +56,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     with warehouse.connect() as con:
         fingerprint = strategies_fingerprint(con, cfg)
     done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
-    for model in model_names(cfg):
+    for model in model_names(cfg.fgs_depth):
         record = done.load(model)
         if record is not None and "value_error" in record:  # (records before the convergence checks: check again)
             with warehouse.connect() as con:

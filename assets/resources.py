@@ -3,7 +3,6 @@
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -11,8 +10,6 @@ import duckdb
 from engine.config import GameConfig, game_config
 from engine.states import n_states
 from warehouse import db
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class GameResource(dg.ConfigurableResource):
@@ -38,23 +35,6 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         return db.connect(self.path, read_only=read_only, wait_s=ASSET_LOCK_WAIT_S)
-
-
-def cache_root() -> Path:
-    """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo."""
-    return Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
-
-
-def cache_dir(*parts: str) -> Path:
-    """The folder ``parts`` under :func:`cache_root`, made if missing."""
-    path = cache_root().joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def build_dir() -> Path:
-    """Where the site is generated and built: $JAMFOLD_BUILD_DIR or build/ in the repo."""
-    return Path(os.environ.get("JAMFOLD_BUILD_DIR", REPO_ROOT / "build"))
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:

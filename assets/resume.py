@@ -14,12 +14,13 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from engine.atomic_files import write_text_atomic
 from engine.config import GameConfig
+
+if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
+    import duckdb
 
 
 def game_key(cfg: GameConfig) -> str:

@@ -9,7 +9,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from assets.resources import GameResource, WarehouseResource, cache_dir
+from assets.paths import cache_dir
+from assets.resources import GameResource, WarehouseResource
 from engine import rollout
 from engine.cards import hand_class_table
 from engine.config import GameConfig

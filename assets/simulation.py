@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.model_analysis import model_names, strategies_fingerprint
+from assets.model_analysis import strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.resources import GameResource, WarehouseResource, blocking_checks, cache_dir
+from assets.paths import cache_dir, hero_unit, match_unit
+from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import equilibrium_tensors
 from engine.config import position_names
+from engine.equity_models import model_names
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
 from engine.states import enumerate_states
 from warehouse import db
@@ -63,7 +65,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         eq = compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, m) for n, m in sizes.items()}))
         profiles = {m: compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, k, m)
                                                             for n, k in sizes.items()}))
-                    for m in model_names(cfg)}
+                    for m in model_names(cfg.fgs_depth)}
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.stacks = ?""", [cfg.name, list(cfg.start)]).fetchone()[0])
@@ -81,7 +83,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
     for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
-        unit = done.load(f"hero-{model}")
+        unit = done.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
@@ -94,7 +96,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                 if model == "equilibrium":
                     unit["control_z"] = max(unit["control_z"], float(np.max(
                         np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
-            done.save(f"hero-{model}", unit)
+            done.save(hero_unit(model), unit)
         rows += unit["rows"]
         (kept_speeds if kept else speeds).extend(unit["speeds"])
         control_z = max(control_z, unit["control_z"])
@@ -104,7 +106,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
     matches = []
     sum_err = 0.0
     for k, model in enumerate(m for m in profiles if m != "harville"):
-        unit = done.load(f"match-{model}")
+        unit = done.load(match_unit(model))
         if unit is None:
             unit = {"matches": [], "sum_err": 0.0}
             for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, T,
@@ -116,7 +118,7 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                                         "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
                                         "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
                                         "tournaments": T, "seed": seating.result.seed})
-            done.save(f"match-{model}", unit)
+            done.save(match_unit(model), unit)
         matches += unit["matches"]
         sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:

@@ -6,7 +6,8 @@ import time
 import dagster as dg
 
 from assets.models import equity_model_tables, game_states
-from assets.resources import GameResource, WarehouseResource, build_dir
+from assets.paths import build_dir
+from assets.resources import GameResource, WarehouseResource
 from assets.rollout import hand_classes, rollout_pairs, rollout_triples
 from assets.ex_post import EX_POST_ASSETS
 from assets.deviation import deviation_statistics

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from assets.models import game_states
-from assets.resources import (GameResource, WarehouseResource, blocking_checks, cache_dir, open_prize_sums,
-                              skipped_layer)
+from assets.paths import cache_dir
+from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums, skipped_layer
 from assets.resume import game_key
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.config import GameConfig, position_names

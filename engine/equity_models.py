@@ -45,6 +45,12 @@ MIN_PLAYERS = 2
 MAX_PLAYERS = {"harville": 20, "weitzman": 20, "roberts": 9}
 
 
+def model_names(fgs_depth: int) -> list[str]:
+    """The models a game compares with its equilibrium, in report order: the ICM family, then
+    Future Game Simulation FGS-1 … FGS-``fgs_depth`` (the game config's ``fgs_depth``)."""
+    return [*MODELS, *(f"FGS-{d}" for d in range(1, fgs_depth + 1))]
+
+
 # --------------------------------------------------------------------------------------------
 # kernels (one stack vector x, float64, n >= 2; P zero-filled (n, n) output)
 # --------------------------------------------------------------------------------------------

@@ -624,7 +624,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                              hands=hands, order_probs=ledger.order_probs, log=log)
     # the solvers' regrets and records (about 10 GiB of the 45-unit 5-player layer's 19) go back to the
     # system now, not after the next asset's first allocations: it runs in this process (engine.memory)
-    del solvers
+    solvers.clear()
     release_free_memory()
     return solution
 

@@ -134,7 +134,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         raise UsageError(f"--seed: must be from 0 to 2^63 − 1 (got {args.seed})")
     from tqdm import tqdm
 
-    from assets.resources import cache_dir, cache_root
+    from assets.paths import cache_dir, cache_root
     from assets.rollout import write_pair_table, write_triple_table
     from engine import rollout
     from warehouse import db
@@ -182,7 +182,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
     cfg = _game_config(args)  # before the imports below
-    from assets.resources import build_dir
+    from assets.paths import build_dir
     from sitegen.build import build_site
     from warehouse import db
 
@@ -229,7 +229,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
     home = Path(os.environ["DAGSTER_HOME"])
     _usable_folder("DAGSTER_HOME", home)
-    from assets.resources import build_dir, cache_root
+    from assets.paths import build_dir, cache_root
     from engine.checkpoint import folder_lock
 
     _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
@@ -254,7 +254,8 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
     from assets.finishing import FINISHING_ASSETS
     from assets.model_analysis import model_strategies
     from assets.model_ex_post import ex_post_models
-    from assets.resources import GameResource, WarehouseResource, build_dir
+    from assets.paths import build_dir
+    from assets.resources import GameResource, WarehouseResource
     from assets.simulation import simulations
     from assets.solve import LAYER_ASSETS
     from warehouse import db
@@ -337,7 +338,7 @@ def cmd_progress(args: argparse.Namespace) -> None:
     beside it or after an interrupt. Reads a few small members of the checkpoint files and takes no
     lock (a build starting meanwhile is not disturbed)."""
     cfg = _config_from_args(args)
-    from assets.resources import cache_root
+    from assets.paths import cache_root
     from assets.resume import game_key
     from engine.solve_status import lock_holder
 

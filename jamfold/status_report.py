@@ -19,11 +19,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from assets import ex_post, finishing
-from assets.model_analysis import model_names
+from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_unit
 from assets.resume import game_key, kept_record, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
+from engine.equity_models import model_names
 from engine.rollout import exact_triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states
@@ -117,7 +117,7 @@ def finishing_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's finishing probabilities of the n-player layer (``folder``: their checkpoint
     folder; ``solved_at``: when the layers up to n were last solved, POSIX time)."""
     head = "  finishing probabilities:"
-    record, done, work = _unit(folder, finishing.layer_unit(n), solved_at)
+    record, done, work = _unit(folder, finishing_unit(n), solved_at)
     if done:
         rows = record[0].get("rows")
         return f"{head} done" + (f", {rows:,} rows" if isinstance(rows, int) else "") + f" (saved {when(record[1])})"
@@ -138,7 +138,7 @@ def _money(record: dict, key: str) -> str:
 def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's ex post check of the n-player layer (``folder``: the ex post checkpoint folder)."""
     head = "  ex post check:"
-    record, done, work = _unit(folder, ex_post.layer_unit(n), solved_at)
+    record, done, work = _unit(folder, ex_post_unit(n), solved_at)
     if done:
         r = record[0]
         return (f"{head} done in {r.get('rounds', '?')} nemesis rounds, largest gain {_money(r, 'max_gain')}, "
@@ -186,7 +186,7 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
     key = game_key(cfg)
     folder = cache / "models" / key
     players = list(range(2, cfg.players + 1))
-    sweeps = [sweep_status(folder, model, players) for model in model_names(cfg)] if folder.is_dir() else []
+    sweeps = [sweep_status(folder, model, players) for model in model_names(cfg.fgs_depth)] if folder.is_dir() else []
     if not any(st.saved or st.current.saved_at is not None for st in sweeps):
         yield ("model sweeps: none saved yet (a sweep saves its first part after 5 minutes; `./lab build` without "
                "--skip-models runs them after the equilibrium)")
@@ -213,7 +213,7 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
         parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
                  _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
         # its tournaments against the equilibrium, then (but Harville's) its direct match against Harville
-        units = [f"hero-{st.label}"] + ([f"match-{st.label}"] if st.label != "harville" else [])
+        units = [hero_unit(st.label)] + ([match_unit(st.label)] if st.label != "harville" else [])
         records = [kept_record(cache / "simulations" / key, unit) for unit in units]
         played = all(r is not None and r[1] >= max(swept_at, solved_at) for r in records)
         parts.append("its tournaments simulated" if played else "not simulated yet")

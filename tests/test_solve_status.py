@@ -229,7 +229,8 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     import assets.model_ex_post as model_ex_post
     import engine.model_strategies as ms
     from assets.fgs import fgs_strategies
-    from assets.model_analysis import model_names, model_strategies
+    from assets.model_analysis import model_strategies
+    from engine.equity_models import model_names
     from assets.resources import GameResource, WarehouseResource
     from assets.simulation import simulations
     from engine.config import load_config
@@ -245,7 +246,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     resources = {"game": GameResource(config_file=str(tiny_build["config"])),
                  "warehouse": WarehouseResource(path=str(warehouse))}
     config = tiny_build["config"]
-    models = model_names(load_config(config))
+    models = model_names(load_config(config).fgs_depth)
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
     assert "model sweeps: none saved yet" in _progress(config, capsys)
 
@@ -332,3 +333,23 @@ def test_progress_counts_the_exact_triple_tables_chunks(tmp_path, monkeypatch, c
 
     ro.build_triple_table("exact", checkpoint_dir=str(cache / "rollout" / "exact"))
     assert "exact triple table: all 9 chunks computed (the last saved " in _progress(config, capsys)
+
+
+def test_progress_loads_neither_dagster_nor_duckdb_nor_pandas(tmp_path):
+    """`progress` is asked beside a running build, often: it reads files only, and starts in a
+    second or two instead of the ten that importing Dagster, DuckDB and pandas took (assets.paths
+    names the folders and units without them)."""
+    import subprocess
+    import sys
+
+    from assets.resume import game_key
+    from engine.config import game_config
+
+    (tmp_path / "solve" / game_key(game_config("quick"))).mkdir(parents=True)  # a solve started: the full report
+    code = ("import sys; from jamfold.cli import main; main(['progress', '--profile', 'quick']); "
+            "print(sorted(m for m in ('dagster', 'duckdb', 'pandas') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "JAMFOLD_CACHE": str(tmp_path)},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "2-player layer (9 states): not started" in run.stdout and "model sweeps: none saved yet" in run.stdout
+    assert run.stdout.strip().splitlines()[-1] == "[]"

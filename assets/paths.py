@@ -1,0 +1,56 @@
+"""Where a game's work lives on disk: the checkpoint folders under `.cache/` (``JAMFOLD_CACHE``),
+the site's build folder (``JAMFOLD_BUILD_DIR``), and the names of the units that the long assets
+keep in their folders (:class:`assets.resume.UnitCheckpoint`).
+
+No Dagster, DuckDB or pandas here: `jamfold progress` reads these folders beside a running build
+and should answer in a second or two, and the assets and the report must agree on the names.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+EQUILIBRIUM = "equilibrium"
+"""The equilibrium's name where it stands beside the models (ex post checks, simulations)."""
+
+
+def cache_root() -> Path:
+    """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo."""
+    return Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
+
+
+def cache_dir(*parts: str) -> Path:
+    """The folder ``parts`` under :func:`cache_root`, made if missing."""
+    path = cache_root().joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_dir() -> Path:
+    """Where the site is generated and built: $JAMFOLD_BUILD_DIR or build/ in the repo."""
+    return Path(os.environ.get("JAMFOLD_BUILD_DIR", REPO_ROOT / "build"))
+
+
+def finishing_unit(n: int) -> str:
+    """The n-player layer's finishing probabilities in ``.cache/finishing/<game key>/``: their
+    record ``layer{n}.json``, and their work folder of hand-outcome blocks while they run."""
+    return f"layer{n}"
+
+
+def ex_post_unit(n: int) -> str:
+    """The equilibrium's ex post check of the n-player layer in ``.cache/ex_post/<game key>/``
+    (a model's whole check is the unit named by the model)."""
+    return f"{EQUILIBRIUM}.layer{n}"
+
+
+def hero_unit(profile: str) -> str:
+    """One player on ``profile``'s strategies against the equilibrium, in ``.cache/simulations/``."""
+    return f"hero-{profile}"
+
+
+def match_unit(model: str) -> str:
+    """``model`` against Harville over every seating, in ``.cache/simulations/``."""
+    return f"match-{model}"
