@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -209,7 +210,7 @@ def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny
     # the 3-player layer solved again after them (as a build reopens it): its steps are stale, the
     # 2-player layer's not
     layer3 = next((cache / "solve").glob("*/layer3.npz"))
-    later = layer3.stat().st_mtime + 60
+    later = time.time() + 60  # (after every record saved above)
     os.utime(layer3, (later, later))
     out = _progress(config, capsys)
     assert out.count("before the layers' last solve; the next build redoes it") == 2
