@@ -77,7 +77,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 def drop_dead_temporaries(folder: Path) -> list[Path]:
     """Delete the temporary files in ``folder`` that :func:`atomic_path` left for processes no
     longer running (killed outright mid-write); a live process's are left alone, since it may be
-    writing them now. Returns the files deleted."""
+    writing them now. Returns the files deleted. (Processes are those of this host's process
+    namespace: a cache shared with another container would need its writers stopped first.)"""
     dropped = []
     for tmp in Path(folder).glob("*.tmp*"):
         match = re.fullmatch(r".+\.tmp(\d+)", tmp.name)
@@ -91,7 +92,7 @@ def process_running(pid: int) -> bool:
     """Whether process ``pid`` exists (someone else's included)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # (a number no process can have)
         return False
     except PermissionError:  # someone else's process
         return True

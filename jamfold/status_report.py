@@ -220,14 +220,15 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
         yield "; ".join(parts)
 
 
-def triple_table_line(cfg: GameConfig, cache: Path) -> str | None:
+def triple_table_line(cfg: GameConfig, cache: Path, solve_started: bool) -> str | None:
     """The exact triple table's chunks (the first 13–16 minutes of a `thesis` build), None for a
-    game on sampled tables (built in seconds, not checkpointed)."""
+    game on sampled tables (built in seconds, not checkpointed), and None without chunks once the
+    game's solve has started (the table was built, with another cache or before this one)."""
     if cfg.rollout_triples != "exact":
         return None
     saved, total, last = exact_triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"))
     if not saved:
-        return "exact triple table: not started"
+        return None if solve_started else "exact triple table: not started"
     done = "all" if saved == total else f"{saved} of"
     return f"exact triple table: {done} {total} chunks computed (the last saved {when(last)})"
 
@@ -236,7 +237,7 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
     """The lines of every layer: its solve, then, once solved, its finishing probabilities and ex
     post check. ``cache``: the checkpoints' root (``JAMFOLD_CACHE``); ``solve_folder``: the game's
     solve checkpoints in it."""
-    tables = triple_table_line(cfg, cache)
+    tables = triple_table_line(cfg, cache, solve_folder.is_dir())
     if tables is not None:
         yield tables
     solved_at = 0.0  # the latest solve of the layers so far: later steps depend on all of them

@@ -69,9 +69,10 @@ def test_temporaries_of_processes_killed_outright_are_dropped_and_live_ones_kept
     gone = tmp_path / f"FGS-1.layer5.solvers.npz.tmp{int(dead.stdout)}"
     live = tmp_path / f"FGS-2.layer5.npz.tmp{os.getpid()}"
     other = tmp_path / "notes.tmp"  # not one of ours
-    for path in (gone, live, other):
+    impossible = tmp_path / f"FGS-3.layer5.npz.tmp{2 ** 70}"  # no process has such a number
+    for path in (gone, live, other, impossible):
         path.write_bytes(b"PK")
-    assert atomic_files.drop_dead_temporaries(tmp_path) == [gone]
+    assert sorted(atomic_files.drop_dead_temporaries(tmp_path)) == sorted([gone, impossible])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
 
 

@@ -1191,17 +1191,25 @@ def test_a_layer_solve_drops_its_solvers_and_hands_their_memory_back_before_it_r
     dropped and their pages handed back when the solve returns, so the next asset's allocations are
     not added on top of them. Counted at each trim: no solver is left at the last."""
     import gc
+    import weakref
 
     import engine.tournament as tournament
-    from engine.cfr import HandSolver
+
+    made = []
+
+    class CountedSolver(tournament.HandSolver):  # this solve's solvers only, whatever other tests left
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
 
     alive = []
 
     def count_solvers_then_trim() -> bool:
         gc.collect()
-        alive.append(sum(isinstance(o, HandSolver) for o in gc.get_objects()))
+        alive.append(sum(ref() is not None for ref in made))
         return True
 
+    monkeypatch.setattr(tournament, "HandSolver", CountedSolver)
     monkeypatch.setattr(tournament, "release_free_memory", count_solvers_then_trim)
     solution = solve_layer(6, 2, PAYOUTS, 1e-2, tiny_tensors, {}, threads=1, checkpoint=tmp_path)
     assert max(alive) >= len(solution.hands) and alive[-1] == 0  # (trims at the checkpoints saw them)
