@@ -42,11 +42,12 @@ def duration(seconds: float) -> str:
         f"{seconds / 3600:.2f} h"
 
 
-def kept(blocks: BlocksKept, what: str) -> str:
-    """The work of a step in progress that its block checkpoints keep (``what``: e.g. 'of 946 states done')."""
+def kept(blocks: BlocksKept, what: str, kind: str = "block") -> str:
+    """The work of a step in progress that its ``kind`` checkpoints keep (``what``: e.g. 'of 946
+    states done'; a model sweep's are 'part' checkpoints)."""
     if blocks.saved_at is None:
-        return "no block checkpoint of it yet (one is saved every 5 minutes of work)"
-    return (f"{blocks.states:,} {what} at its last block checkpoint ({blocks.elapsed_s / 60:.1f} min of work kept, "
+        return f"no {kind} checkpoint of it yet (one is saved every 5 minutes of work)"
+    return (f"{blocks.states:,} {what} at its last {kind} checkpoint ({blocks.elapsed_s / 60:.1f} min of work kept, "
             f"saved {when(blocks.saved_at)})")
 
 
@@ -208,7 +209,7 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
             states = n_states(cfg.units, st.in_progress)
             done = f"{len(st.saved)} layer{'s' if len(st.saved) > 1 else ''} saved, " if st.saved else ""
             yield (f"{head} sweep: {done}the {st.in_progress}-player layer: "
-                   + kept(st.current, f"of {states:,} states done").replace("block checkpoint", "part checkpoint"))
+                   + kept(st.current, f"of {states:,} states done", "part"))
             continue
         parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
                  _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
