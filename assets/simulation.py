@@ -3,7 +3,10 @@
 One player plays a model's strategies for the whole tournament, the others the equilibrium, once
 per starting position; the equilibrium against itself is simulated too, as a control whose mean
 payoffs must agree with the policy-evaluated values (asset check). Direct matches put every other
-model against Harville (ICM) over all 2^players − 2 seatings. Tables `simulation` and
+model against Harville (ICM) over all 2^players − 2 seatings. A build that leaves the model sweeps
+out (`--skip-models`, config ``sweeps_left_out``) plays the control and the models whose sweeps the
+warehouse already holds: the `thesis` game's equilibrium gets its Monte Carlo check without the
+140–175 h of sweeps. Tables `simulation` and
 `direct_matches`; seeds and tournament counts are in every row. Each model's tournaments are kept
 (:mod:`assets.resume`, in `.cache/simulations/`): a rerun after an interrupt, or a rebuild, plays
 only the models not finished against the same strategies, counts and seeds, so the tables are
@@ -23,7 +26,7 @@ from assets.model_analysis import model_strategies as model_strategies_asset
 from assets.paths import cache_dir, hero_unit, match_unit
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_key
-from assets.solve import equilibrium_tensors
+from assets.solve import LAYER_ASSETS, equilibrium_tensors
 from engine.config import position_names
 from engine.equity_models import model_names
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
@@ -41,6 +44,31 @@ CHECKS = {
 }
 
 
+MATCH_COLUMNS = ["model_a", "model_b", "a_positions", "a_players", "roi_a_pct", "roi_a_se_pct", "roi_b_pct",
+                 "roi_b_se_pct", "tournaments", "seed"]
+"""The columns of a `direct_matches` row (the table is written empty until Harville is swept)."""
+
+
+class SimulationConfig(dg.Config):
+    sweeps_left_out: bool = False
+    """The build leaves the model sweeps out (`--skip-models`): simulate the equilibrium (the
+    control) and only the models whose sweeps the warehouse holds for every layer, instead of
+    every configured model."""
+
+
+def swept_models(con, game: str, layers: int) -> set[str]:
+    """The models whose strategies the warehouse holds for every layer (a `model_sweeps` row for
+    each of the 2..``layers``-player layers)."""
+    return {m for (m,) in con.execute("SELECT model FROM model_sweeps WHERE game = ? GROUP BY model "
+                                      "HAVING count(DISTINCT players) = ?", [game, layers - 1]).fetchall()}
+
+
+def simulated_models(configured: list[str], swept: set[str], sweeps_left_out: bool) -> list[str]:
+    """The models to simulate against the equilibrium: every configured one, or, when the sweeps are
+    left out, those of them already swept (in the configured order)."""
+    return [m for m in configured if not sweeps_left_out or m in swept]
+
+
 def _speed(played: list[float], kept: list[float]) -> dict:
     """The hero tables' median speed (tournaments a second) as asset metadata: of this run's play, or,
     when every model was kept from an earlier run, of that run's (named so)."""
@@ -49,26 +77,32 @@ def _speed(played: list[float], kept: list[float]) -> dict:
     return {"tournaments_per_s_earlier_run": round(float(np.median(kept)))} if kept else {}
 
 
-@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[model_strategies_asset, fgs_strategies],
+@dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[*LAYER_ASSETS, model_strategies_asset, fgs_strategies],
           check_specs=blocking_checks("simulations", CHECKS),
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
                       "the others on the equilibrium, per starting position (table `simulation`, with the equilibrium "
                       "itself as the control), and every model against Harville over all seatings (`direct_matches`).")
-def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, game: GameResource,
+                warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
     tensors = ShowdownSampler.from_tensors(equilibrium_tensors(warehouse.path, cfg))
     packed = pack_game(cfg.units, cfg.players, cfg.payouts)
     sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
+    configured = model_names(cfg.fgs_depth)
     with warehouse.connect() as con:
+        models = simulated_models(configured, swept_models(con, cfg.name, cfg.players), config.sweeps_left_out)
         # compact forms (exact, ~10x smaller than float32: the thesis game's profiles stay in memory together)
         eq = compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, m) for n, m in sizes.items()}))
         profiles = {m: compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, k, m)
                                                             for n, k in sizes.items()}))
-                    for m in model_names(cfg.fgs_depth)}
+                    for m in models}
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.stacks = ?""", [cfg.name, list(cfg.start)]).fetchone()[0])
+    pending = [m for m in configured if m not in models]
+    if pending:
+        context.log.info("not simulated yet (their strategies need the model sweeps, left out): " + ", ".join(pending))
     context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(sizes.values())} states in "
                      f"{time.perf_counter() - t0:.1f} s")
     names = position_names(cfg.players)
@@ -82,7 +116,11 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                           {**stamp, "tournaments": T, "seed": seed, "start": list(cfg.start)})
     rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
-    for k, (model, prof) in enumerate([("equilibrium", eq), *profiles.items()]):
+    # seeds by each model's place among the configured ones, so a model plays the same tournaments
+    # whichever others are simulated with it
+    for k, (model, prof) in enumerate([("equilibrium", eq), *[(m, profiles.get(m)) for m in configured]]):
+        if prof is None:
+            continue
         unit = done.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
@@ -105,7 +143,10 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                          (" (played earlier with the same strategies and seeds)" if kept else ""))
     matches = []
     sum_err = 0.0
-    for k, model in enumerate(m for m in profiles if m != "harville"):
+    # every other model against Harville, once Harville's strategies are there
+    for k, model in enumerate(m for m in configured if m != "harville"):
+        if model not in profiles or "harville" not in profiles:
+            continue
         unit = done.load(match_unit(model))
         if unit is None:
             unit = {"matches": [], "sum_err": 0.0}
@@ -123,7 +164,8 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
         sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:
         written = db.replace_tables(con, [db.Replacement("simulation", pd.DataFrame(rows), {"game": cfg.name}),
-                                          db.Replacement("direct_matches", pd.DataFrame(matches), {"game": cfg.name})])
+                                          db.Replacement("direct_matches", pd.DataFrame(matches, columns=MATCH_COLUMNS),
+                                                         {"game": cfg.name})])
         n_sim, n_match = written["simulation"], written["direct_matches"]
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
@@ -139,10 +181,10 @@ def simulations(context: dg.AssetExecutionContext, game: GameResource, warehouse
                                       "rule": "a tournament stopped at the hand cap gives its players no place, so "
                                               "the row's finishing distribution sums to less than 1"}),
         dg.AssetCheckResult(check_name="direct_match_payoffs_sum_to_prize_pool", passed=bool(sum_err <= 1e-6),
-                            metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err}),
+                            metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err, "seatings_played": len(matches)}),
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "tournaments_per_seating": T, "seed": seed, "rows_simulation": n_sim,
-                  "rows_direct_matches": n_match, **_speed(speeds, kept_speeds),
+                  "rows_direct_matches": n_match, "models_not_simulated": pending, **_speed(speeds, kept_speeds),
                   "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
         check_results=checks)

@@ -268,22 +268,23 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
                                                          else args.warehouse))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
-    sweeps = [model_strategies, fgs_strategies, ex_post_models, simulations]
-    left_out = [*LAYER_ASSETS, *FINISHING_ASSETS, *EX_POST_ASSETS, deviation_statistics, *sweeps] \
+    sweeps = [model_strategies, fgs_strategies, ex_post_models]
+    left_out = [*LAYER_ASSETS, *FINISHING_ASSETS, *EX_POST_ASSETS, deviation_statistics, *sweeps, simulations] \
         if args.skip_solve else sweeps if args.skip_models else []
     selection = [a for a in ALL_ASSETS if a not in left_out]
     if args.skip_solve:
         print("(equilibrium skipped: --skip-solve)", file=sys.stderr)
     elif args.skip_models:
-        print("(model sweeps skipped: --skip-models; Harville, Weitzman and Roberts are compared with the equilibrium, "
-              "the same command without the flag goes on with the sweeps)", file=sys.stderr)
+        print("(model sweeps skipped: --skip-models; Harville, Weitzman and Roberts are compared with the equilibrium "
+              "and the equilibrium's tournaments are simulated, the same command without the flag goes on with the "
+              "sweeps)", file=sys.stderr)
     from jamfold.interrupts import SigintWatch
     from jamfold.progress import BuildProgress, build_logger, quiet_interrupted_closes
 
     quiet_interrupted_closes()
     run_config: dict = {"loggers": {"build": {}}}
-    if args.skip_models:  # the deviation statistics compare the models that need no sweep
-        run_config["ops"] = {"deviation_statistics": {"config": {"sweeps_left_out": True}}}
+    if args.skip_models:  # the deviation statistics and the simulations take the models that need no sweep
+        run_config["ops"] = {op: {"config": {"sweeps_left_out": True}} for op in ("deviation_statistics", "simulations")}
     with SigintWatch() as sigints:
         progress = BuildProgress(total=len(selection), sigints=sigints)
         defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
@@ -534,10 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="leave out the equilibrium and everything measured against it (solves, ex post, model "
                            "strategies); the full games' solves take hours")
     skip.add_argument("--skip-models", action="store_true",
-                      help="build the equilibrium and its pages (solves, finishing probabilities, its ex post check) "
-                           "and compare Harville, Weitzman and Roberts with it, but leave out the model sweeps (the "
-                           "models' strategies, FGS, their ex post checks, simulations), which take most of a full "
-                           "game's time")
+                      help="build the equilibrium and its pages (solves, finishing probabilities, its ex post check, "
+                           "its simulated tournaments) and compare Harville, Weitzman and Roberts with it, but leave "
+                           "out the model sweeps (the models' strategies, FGS, their ex post checks and simulations), "
+                           "which take most of a full game's time")
     b.set_defaults(func=cmd_build)
 
     pr = sub.add_parser("progress", help="where a game's build stands, from its checkpoints (safe beside the "

@@ -4,9 +4,10 @@ In the order a build runs them: the exact triple table's chunks; per layer, its 
 iterations, the last one's figures, the states of the one in progress kept in block checkpoints),
 then, once it is solved, the two long steps the build runs on it: the equilibrium's finishing
 probabilities (a hand-outcome pass over the layer's states, then a policy evaluation) and its ex
-post check (nemesis rounds, about an hour each on the 45-unit 5-player layer); then, per model,
-its sweep (its layers, and the part checkpoints of the one in progress), its ex post check and
-its simulated tournaments. Everything is read from files (:mod:`engine.solve_status`, :func:`assets.resume.kept_record`);
+post check (nemesis rounds, about an hour each on the 45-unit 5-player layer); then the
+equilibrium's own simulated tournaments (the control, which a ``--skip-models`` build plays too);
+then, per model, its sweep (its layers, and the part checkpoints of the one in progress), its ex
+post check and its simulated tournaments. Everything is read from files (:mod:`engine.solve_status`, :func:`assets.resume.kept_record`);
 the warehouse is not opened, since the build may be writing it. A finished step's record cannot
 be checked against the equilibrium it was made for without the warehouse, so one saved before its
 layer (or a smaller one) was last solved is reported as stale: the next build redoes it. (That
@@ -181,6 +182,22 @@ def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: flo
     return "ex post check: converged in every layer; its values go to the warehouse next"
 
 
+def control_line(cfg: GameConfig, cache: Path, solved_at: float) -> str:
+    """The equilibrium's own simulated tournaments (the control of the `simulations` asset, which a
+    build with ``--skip-models`` plays too), once every layer is solved."""
+    found = kept_record(cache / "simulations" / game_key(cfg), hero_unit("equilibrium"))
+    head = "the equilibrium's simulated tournaments (the control):"
+    if found is None:
+        return f"{head} not played yet (it follows the solves)"
+    record, saved_at = found
+    if saved_at < solved_at:
+        return f"{head} stale (played before a layer was last solved; the next build plays them again)"
+    rows = record.get("rows", [])
+    played = sum(int(r.get("tournaments", 0)) for r in rows)
+    return (f"{head} played ({played:,} tournaments over {len(rows)} starting seats, largest |z| against the "
+            f"solved values {float(record.get('control_z', 0.0)):.2f}; saved {when(saved_at)})")
+
+
 def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]:
     """Each model's sweep, ex post check and simulated tournaments (only once a sweep has
     started: a build with ``--skip-models`` runs none of them)."""
@@ -263,6 +280,8 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
                 yield line(cache / kind / game_key(cfg), n, states, solved_at)
             except DamagedCheckpoint as exc:
                 yield f"  {kind.replace('_', ' ')}: {exc}"
+    if solved_at != float("inf"):
+        yield control_line(cfg, cache, solved_at)
     try:
         yield from model_lines(cfg, cache, solved_at)
     except DamagedCheckpoint as exc:

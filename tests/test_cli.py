@@ -455,20 +455,27 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     assert code == 0, err
     assert "(model sweeps skipped: --skip-models" in err and "solve_3p - " in err and "model_strategies" not in err
     assert "deviation_statistics - harville: MAPD" in err and "not compared yet" in err and "FGS-1, FGS-2, FGS-3" in err
+    # the equilibrium's control tournaments, after the last solve, and no model's
+    assert err.index("simulations - equilibrium vs equilibrium: ROI") > err.rindex("solve_3p - ")
+    assert "simulations - not simulated yet (their strategies need the model sweeps, left out): harville, " in err
     site = tmp_path / "build" / "site"
     assert (site / "solve-quality.html").is_file() and (site / "push-fold.html").is_file()
     models_page = (site / "models.html").read_text()
     assert "Not compared yet: FGS-1, FGS-2, FGS-3." in models_page and "No model's strategy has been solved yet" in models_page
     assert "fgs-depth" not in models_page and 'href="models.html"' in (site / "index.html").read_text()
-    assert not (site / "model-ranges.html").exists() and not (site / "simulation.html").exists()
-    assert not (site / "ex-post.html").exists()
+    assert not (site / "model-ranges.html").exists() and not (site / "ex-post.html").exists()
+    sim_page = (site / "simulation.html").read_text()
+    assert 'href="simulation.html"' in (site / "index.html").read_text() and "The control against the solved" in sim_page
+    assert "Not simulated yet: harville, weitzman, roberts, FGS-1, FGS-2, FGS-3." in sim_page
+    assert "sim-fgs-depth" not in sim_page and "Direct matches against Harville" not in sim_page
 
-    def count(table: str) -> int:
+    def count(table: str, where: str = "TRUE") -> int:
         with duckdb.connect(str(tmp_path / "lab.duckdb"), read_only=True) as con:
-            return con.execute(f"SELECT count(*) FROM {table} WHERE game = 'tiny'").fetchone()[0]
+            return con.execute(f"SELECT count(*) FROM {table} WHERE game = 'tiny' AND {where}").fetchone()[0]
 
     assert count("equilibrium_values") and count("finishing") and count("nemesis_values")
-    assert count("model_nodes") == count("simulation") == count("fgs_values") == 0
+    assert count("model_nodes") == count("fgs_values") == count("direct_matches") == 0
+    assert count("simulation") == count("simulation", "model = 'equilibrium'") == 3
     with duckdb.connect(str(tmp_path / "lab.duckdb"), read_only=True) as con:
         compared = dict(con.execute("SELECT model, pairs FROM deviation_summary WHERE game = 'tiny' "
                                     "AND players IS NULL AND averaging = 'plain'").fetchall())
@@ -478,8 +485,10 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     assert code == 0, err
     assert "read back solved from its checkpoint" in err and "model_strategies - " in err
     models_page = (site / "models.html").read_text()
-    assert "Not compared yet" not in models_page and "fgs-depth" in models_page and (site / "simulation.html").is_file()
-    assert count("model_nodes") and count("simulation")
+    assert "Not compared yet" not in models_page and "fgs-depth" in models_page
+    sim_page = (site / "simulation.html").read_text()
+    assert "Not simulated yet" not in sim_page and "sim-fgs-depth" in sim_page and "Direct matches against" in sim_page
+    assert count("model_nodes") and count("simulation") == 3 * 7 and count("direct_matches")
 
 
 def test_lab_and_the_build_write_one_dagster_yaml(tmp_path):

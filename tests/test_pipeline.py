@@ -753,6 +753,39 @@ def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_bui
     assert not checks["direct_match_payoffs_sum_to_prize_pool"].passed
 
 
+def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(tiny_build, tmp_path, monkeypatch):
+    """Run as `--skip-models` runs it (``sweeps_left_out``), the asset plays the equilibrium's control
+    and only the models swept for every layer, with the seeds the full run gives them (the same rows
+    to the bit), and no direct match until Harville's strategies are there; its checks pass."""
+    import dagster as dg
+
+    from assets.simulation import simulations
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    left_out = {"ops": {"simulations": {"config": {"sweeps_left_out": True}}}}
+    query = "SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' AND model IN ({}) ORDER BY model, hero_position"
+    with duckdb.connect(str(warehouse)) as con:
+        full = con.execute(query.format("'equilibrium', 'FGS-1'")).df()
+        con.execute("CREATE TABLE sweeps_before AS SELECT * FROM model_sweeps WHERE game = 'tiny'")
+        con.execute("DELETE FROM model_sweeps WHERE game = 'tiny' AND (model <> 'FGS-1' OR players = 2)")
+    result = dg.materialize([simulations], resources=resources, run_config=left_out)  # nothing swept everywhere
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+    meta = result.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["models_not_simulated"].value == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]
+    assert meta["rows_direct_matches"].value == 0
+    with duckdb.connect(str(warehouse)) as con:
+        assert con.execute("SELECT DISTINCT model FROM simulation WHERE game = 'tiny'").fetchall() == [("equilibrium",)]
+        pd.testing.assert_frame_equal(con.execute(query.format("'equilibrium'")).df(),
+                                      full[full["model"] == "equilibrium"].reset_index(drop=True))
+        # FGS-1 swept in both layers: it plays too, its own seeds (not those of the first model after the control)
+        con.execute("INSERT INTO model_sweeps SELECT * FROM sweeps_before WHERE model = 'FGS-1' AND players = 2")
+    result = dg.materialize([simulations], resources=resources, run_config=left_out)
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(con.execute(query.format("'equilibrium', 'FGS-1'")).df(), full)
+        assert con.execute("SELECT count(*) FROM direct_matches WHERE game = 'tiny'").fetchone()[0] == 0
+
+
 def test_model_profile_values_off_the_prize_money_fail_the_model_ex_post_check(tiny_build, tmp_path, monkeypatch):
     """ex_post_models checks each model profile's exact values against the open prize money: values
     shifted by a cent in one state fail it (the nemesis checks still pass)."""

@@ -45,9 +45,10 @@ def test_home_page_gives_the_config_that_rebuilds_its_game(tiny_build, tmp_path)
 
 
 def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
-    """The equilibrium's pages and the ICM family's comparison, without the pages that need the model
-    sweeps (a `--skip-models` build, or one stopped after the solve): no page links to a missing
-    page, which mkdocs --strict would reject."""
+    """The equilibrium's pages, the ICM family's comparison and the equilibrium's control tournaments,
+    without the pages that need the model sweeps (a `--skip-models` build, or one stopped after the
+    solve): no page links to a missing page, which mkdocs --strict would reject. Without any
+    simulation there is no Simulation page either."""
     import duckdb
 
     from sitegen.build import build_site
@@ -55,11 +56,17 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
     warehouse = tmp_path / "lab.duckdb"
     shutil.copy(tiny_build["warehouse"], warehouse)
     with duckdb.connect(str(warehouse)) as con:
-        for table in ("model_nodes", "fgs_values", "model_sweeps"):
+        for table in ("model_nodes", "fgs_values", "model_sweeps", "direct_matches"):
             con.execute(f"DELETE FROM {table} WHERE game = 'tiny'")
+        con.execute("DELETE FROM simulation WHERE game = 'tiny' AND model <> 'equilibrium'")
     site = build_site("tiny", warehouse, tmp_path / "out")
     assert (site / "solve-quality.html").exists() and (site / "models.html").exists()
     assert "Not compared yet: FGS-1, FGS-2, FGS-3." in (site / "models.html").read_text()
+    assert "Not simulated yet: harville, weitzman, roberts, FGS-1, FGS-2, FGS-3." in (site / "simulation.html").read_text()
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM simulation WHERE game = 'tiny'")
+    site = build_site("tiny", warehouse, tmp_path / "out")
+    assert not (site / "simulation.html").exists()
     for page in site.glob("*.html"):
         for model_page in ("model-ranges", "ex-post", "simulation"):
             assert f'href="{model_page}.' not in page.read_text(), (page.name, model_page)  # .html or a dead .md

@@ -249,7 +249,9 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     config = tiny_build["config"]
     models = model_names(load_config(config).fgs_depth)
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
-    assert "model sweeps: none saved yet" in _progress(config, capsys)
+    out = _progress(config, capsys)
+    assert "model sweeps: none saved yet" in out
+    assert "\nthe equilibrium's simulated tournaments (the control): not played yet (it follows the solves)\n" in out
 
     # FGS-2 killed after three parts of its 3-player layer
     monkeypatch.setattr(ms, "PART_EVERY_S", 0.0)
@@ -302,6 +304,17 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
             line = re.search(rf"\n  {model}: sweep done \(([\d.]+) s over 2 layers\); ex post check done \(saved "
                              rf"[^)]*\); its tournaments simulated\n", out)
             assert line and float(line[1]) == pytest.approx(float(duration(wall)[:-2]), abs=1)
+        z = max(abs(m - v) / e for m, v, e in con.execute(
+            """SELECT s.mean_payoff, v.value, s.standard_error FROM simulation s JOIN states t ON t.game = s.game
+               AND t.stacks = [2, 2, 2] JOIN equilibrium_values v ON v.game = s.game AND v.players = 3
+               AND v.state_id = t.state_id AND v.position = s.hero_position
+               WHERE s.game = 'tiny' AND s.model = 'equilibrium'""").fetchall())
+    line = re.search(r"\nthe equilibrium's simulated tournaments \(the control\): played \(60,000 tournaments over 3 "
+                     r"starting seats, largest \|z\| against the solved values ([\d.]+); saved ", out)
+    assert line and float(line[1]) == pytest.approx(z, abs=0.006)
+    later = time.time() + 60  # the 3-player layer solved again after the tournaments were played
+    os.utime(next((cache / "solve").glob("*/layer3.npz")), (later, later))
+    assert "the equilibrium's simulated tournaments (the control): stale (" in _progress(config, capsys)
 
 
 def test_progress_counts_the_exact_triple_tables_chunks(tmp_path, monkeypatch, capsys):

@@ -20,7 +20,8 @@ NAV = [("Home", "index.md"), ("Showdown tables", "showdown.md"), ("Equity models
        ("Simulation", "simulation.md"), ("Warehouse", "warehouse.md")]
 EQUILIBRIUM_PAGES = {"equilibrium.md", "push-fold.md", "solve-quality.md"}
 COMPARISON_PAGES = {"models.md"}  # the equilibrium and the ICM family's payoffs, no model sweep needed
-MODEL_PAGES = {"model-ranges.md", "ex-post.md", "simulation.md"}
+MODEL_PAGES = {"model-ranges.md", "ex-post.md"}
+SIMULATION_PAGES = {"simulation.md"}  # the equilibrium's control needs no model sweep
 PAGES = {
     "index.md": pages.home_page,
     "showdown.md": pages.showdown_page,
@@ -43,12 +44,12 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
     written = []
     with db.session(warehouse, read_only=True) as con:
         solved, compared = pages.is_solved(con, game), pages.is_compared(con, game)
-        modelled = pages.is_modelled(con, game)
-        for stale in EQUILIBRIUM_PAGES | COMPARISON_PAGES | MODEL_PAGES:
+        modelled, simulated = pages.is_modelled(con, game), pages.is_simulated(con, game)
+        for stale in EQUILIBRIUM_PAGES | COMPARISON_PAGES | MODEL_PAGES | SIMULATION_PAGES:
             (docs_dir / stale).unlink(missing_ok=True)
         for name, render in PAGES.items():
             if ((name in EQUILIBRIUM_PAGES and not solved) or (name in COMPARISON_PAGES and not compared)
-                    or (name in MODEL_PAGES and not modelled)):
+                    or (name in MODEL_PAGES and not modelled) or (name in SIMULATION_PAGES and not simulated)):
                 continue  # no page until the game has the data behind it
             path = docs_dir / name
             write_atomic(path, render(con, game))

@@ -113,8 +113,15 @@ def is_compared(con: duckdb.DuckDBPyConnection, game: str) -> bool:
 
 def is_modelled(con: duckdb.DuckDBPyConnection, game: str) -> bool:
     """The game's equilibrium and model strategies are in the warehouse: the pages that need the model
-    sweeps (Model ranges, Ex post, Simulation) are built."""
+    sweeps (Model ranges, Ex post) are built."""
     return is_solved(con, game) and con.execute("SELECT count(*) FROM model_nodes WHERE game = ?",
+                                                [game]).fetchone()[0] > 0
+
+
+def is_simulated(con: duckdb.DuckDBPyConnection, game: str) -> bool:
+    """The game's tournaments are simulated: the Simulation page is built (a `--skip-models` build
+    plays the equilibrium's control without any model)."""
+    return is_solved(con, game) and con.execute("SELECT count(*) FROM simulation WHERE game = ?",
                                                 [game]).fetchone()[0] > 0
 
 
@@ -139,9 +146,9 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     model_links += ("- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
                     "equilibrium's.\n"
                     "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
-                    "- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
-                    "equilibrium table, and direct matches.\n"
                     if is_modelled(con, game) else "")
+    model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
+                    "equilibrium table, and direct matches.\n" if is_simulated(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5

@@ -22,6 +22,11 @@ def model_order(models: list[str]) -> list[str]:
     return sorted(models, key=key)
 
 
+def configured_models(cfg: dict) -> list[str]:
+    """The models the game is configured to evaluate: the ICM family and FGS-1 … FGS-fgs_depth."""
+    return ["harville", "weitzman", "roberts", *[f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1)]]
+
+
 def _summary(con: duckdb.DuckDBPyConnection, game: str, averaging: str) -> pd.DataFrame:
     df = con.execute("""SELECT model, mapd_pct, min_relative_pct, max_relative_pct, mad, min_deviation, max_deviation,
                                pairs FROM deviation_summary WHERE game = ? AND averaging = ? AND players IS NULL""",
@@ -50,7 +55,8 @@ def _pending_block(pending: list[str]) -> str:
 **Not compared yet: {", ".join(pending)}.** Their values come from the model sweeps (asset
 `fgs_strategies`, SPEC §7.2), which are not in the warehouse yet: left out by `./lab build
 --skip-models`, or still to run in a build under way. The models'
-strategies, and with them the Model ranges, Ex post and Simulation pages, wait on those sweeps too.
+strategies, and with them the Model ranges and Ex post pages and the models' simulated
+tournaments, wait on those sweeps too.
 The same command without `--skip-models` runs them.
 """
 
@@ -291,8 +297,35 @@ WHERE s.game = '{game}' AND (s.model = 'harville' OR s.model LIKE 'FGS-%')
        tournaments
 FROM direct_match_summary WHERE game = '{game}' ORDER BY model_b, model_a"""
     matches = con.execute(matches_sql).df()
+    start_list = "[" + ", ".join(map(str, cfg["start"])) + "]"
+    control_sql = f"""SELECT s.hero_seat, s.mean_payoff, s.standard_error, v.value AS equilibrium_value,
+       (s.mean_payoff - v.value) / s.standard_error AS z
+FROM simulation s
+JOIN states t ON t.game = s.game AND t.players = {len(cfg["start"])} AND t.stacks = {start_list}
+JOIN equilibrium_values v ON v.game = s.game AND v.players = t.players AND v.state_id = t.state_id
+                         AND v.position = s.hero_position
+WHERE s.game = '{game}' AND s.model = 'equilibrium' ORDER BY s.hero_position"""
+    control = con.execute(control_sql).df()
     T, hands = int(sim["tournaments"].iloc[0]), float(sim["mean_hands"].mean())
     start = ", ".join(map(str, cfg["start"]))
+    pending = [m for m in model_order(configured_models(cfg)) if m not in models]
+    pending_text = (f"\n\nNot simulated yet: {', '.join(pending)}. Their strategies need the model sweeps, which "
+                    "this build left out (`--skip-models`) or has still to run; the same command without "
+                    "`--skip-models` runs them.") if pending else ""
+    depth_block = (f"""## FGS depth curve
+
+Mean hero ROI over the seats (left) and MAPD of the payoffs against the equilibrium (right) for
+FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
+{chart_html(charts.depth_roi_curve(depth[["depth", "roi_pct", "mapd_pct"]]), "sim-fgs-depth")}
+""" if (depth["depth"] > 0).any() else "")
+    matches_block = (f"""## Direct matches against Harville
+
+Each model (side A) against Harville (ICM, side B) over all {2 ** cfg['players'] - 2} seatings of the
+start state; mean ROI of a player on each side, averaged over the seatings, ± one standard error
+(the sides' ROIs weighted by their seat counts sum to zero in every seating).
+
+{site_table(matches, decimals=4)}
+""" if not matches.empty else "")
     return f"""# Simulation
 
 Monte Carlo tournaments of game `{game}` from the start state ({start}), drawing hands card by card
@@ -301,38 +334,35 @@ under the card model and showdown orders from the same class-level tables the so
 and the other players the equilibrium; {T:,} tournaments per model and hero seat (about
 {hands:.1f} hands each), seeds in the table. ROI = (mean prize − fair share) / fair share × 100 with
 fair share = prize pool / players; ± is one standard error. The `equilibrium` row is the control:
-everybody on the equilibrium, so its ROI is only the value of the seat.
+everybody on the equilibrium, so its ROI is only the value of the seat.{pending_text}
 
 ## Hero ROI (%) by starting seat
 
 {site_table(table.reset_index().rename(columns={"model": "hero plays"}))}
 
+## The control against the solved values
+
+The all-equilibrium table's simulated mean payoff of each seat next to the equilibrium's value of
+the start state from the exact policy evaluation ($); z = difference / standard error. The asset
+check `equilibrium_matches_its_values` asks |z| ≤ 4 at every seat.
+
+{site_table(control, decimals=5)}
+
 ## The hero's finishing distribution (mean over seats)
 
 {site_table(fin_table.reset_index().rename(columns={"index": "hero plays"}), decimals=4)}
 
-## FGS depth curve
-
-Mean hero ROI over the seats (left) and MAPD of the payoffs against the equilibrium (right) for
-FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
-{chart_html(charts.depth_roi_curve(depth[["depth", "roi_pct", "mapd_pct"]]), "sim-fgs-depth")}
-
-## Direct matches against Harville
-
-Each model (side A) against Harville (ICM, side B) over all {2 ** cfg['players'] - 2} seatings of the
-start state; mean ROI of a player on each side, averaged over the seatings, ± one standard error
-(the sides' ROIs weighted by their seat counts sum to zero in every seating).
-
-{site_table(matches, decimals=4)}
-
+{depth_block}
+{matches_block}
 ## Query it
 
 The ROI by seat (`simulation`), the means over the seats and the finishing distribution
-(`simulation_summary`), the FGS depth curve, the direct matches (`direct_match_summary`) and their
-seatings (`direct_matches`):
+(`simulation_summary`), the control against the solved values, the FGS depth curve, the direct
+matches (`direct_match_summary`) and their seatings (`direct_matches`):
 
 {query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
 {query_block(summary_sql)}
+{query_block(control_sql)}
 {query_block(depth_sql)}
 {query_block(matches_sql)}
 {query_block(f"SELECT * FROM direct_matches WHERE game = '{game}' ORDER BY model_a, a_players")}
