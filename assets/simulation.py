@@ -108,12 +108,14 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     names = position_names(cfg.players)
     T, seed = cfg.simulation_tournaments, cfg.simulation_seed
     # each model's tournaments are a unit kept across an interrupt (same strategies, the equilibrium
-    # the others play included, counts and seeds)
+    # the others play included, counts and seeds); the control's depend on the equilibrium alone, so
+    # a `--skip-models` build (no sweep stored) keeps them, and the sweeps after it do not replay them
     with warehouse.connect() as con:
-        stamp = {"model_strategies": strategies_fingerprint(con, cfg),
-                 "equilibrium": equilibrium_fingerprint(con, cfg.name)}
-    done = UnitCheckpoint(cache_dir("simulations", game_key(cfg)),
-                          {**stamp, "tournaments": T, "seed": seed, "start": list(cfg.start)})
+        played_on = {"equilibrium": equilibrium_fingerprint(con, cfg.name), "tournaments": T, "seed": seed,
+                     "start": list(cfg.start)}
+        swept = strategies_fingerprint(con, cfg)
+    folder = cache_dir("simulations", game_key(cfg))
+    control, done = UnitCheckpoint(folder, played_on), UnitCheckpoint(folder, {"model_strategies": swept, **played_on})
     rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
     # seeds by each model's place among the configured ones, so a model plays the same tournaments
@@ -121,7 +123,8 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     for k, (model, prof) in enumerate([("equilibrium", eq), *[(m, profiles.get(m)) for m in configured]]):
         if prof is None:
             continue
-        unit = done.load(hero_unit(model))
+        units = control if model == "equilibrium" else done
+        unit = units.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
@@ -134,7 +137,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                 if model == "equilibrium":
                     unit["control_z"] = max(unit["control_z"], float(np.max(
                         np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
-            done.save(hero_unit(model), unit)
+            units.save(hero_unit(model), unit)
         rows += unit["rows"]
         (kept_speeds if kept else speeds).extend(unit["speeds"])
         control_z = max(control_z, unit["control_z"])

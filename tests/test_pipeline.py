@@ -756,12 +756,18 @@ def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_bui
 def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(tiny_build, tmp_path, monkeypatch):
     """Run as `--skip-models` runs it (``sweeps_left_out``), the asset plays the equilibrium's control
     and only the models swept for every layer, with the seeds the full run gives them (the same rows
-    to the bit), and no direct match until Harville's strategies are there; its checks pass."""
+    to the bit), and no direct match until Harville's strategies are there; its checks pass. The
+    control's tournaments are kept with no sweep stored, and a sweep stored later replays only the
+    models."""
     import dagster as dg
 
+    import assets.simulation as simulation
     from assets.simulation import simulations
 
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    real, played = simulation.simulate_against, []
+    monkeypatch.setattr(simulation, "simulate_against",
+                        lambda packed, prof, *a: (played.append(prof), real(packed, prof, *a))[1])
     left_out = {"ops": {"simulations": {"config": {"sweeps_left_out": True}}}}
     query = "SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' AND model IN ({}) ORDER BY model, hero_position"
     with duckdb.connect(str(warehouse)) as con:
@@ -777,6 +783,9 @@ def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(ti
         assert con.execute("SELECT DISTINCT model FROM simulation WHERE game = 'tiny'").fetchall() == [("equilibrium",)]
         pd.testing.assert_frame_equal(con.execute(query.format("'equilibrium'")).df(),
                                       full[full["model"] == "equilibrium"].reset_index(drop=True))
+    assert len(played) == 1 and dg.materialize([simulations], resources=resources, run_config=left_out).success
+    assert len(played) == 1  # the control kept
+    with duckdb.connect(str(warehouse)) as con:
         # FGS-1 swept in both layers: it plays too, its own seeds (not those of the first model after the control)
         con.execute("INSERT INTO model_sweeps SELECT * FROM sweeps_before WHERE model = 'FGS-1' AND players = 2")
     result = dg.materialize([simulations], resources=resources, run_config=left_out)
@@ -784,6 +793,7 @@ def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(ti
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(con.execute(query.format("'equilibrium', 'FGS-1'")).df(), full)
         assert con.execute("SELECT count(*) FROM direct_matches WHERE game = 'tiny'").fetchone()[0] == 0
+    assert len(played) == 2  # FGS-1's tournaments only
 
 
 def test_model_profile_values_off_the_prize_money_fail_the_model_ex_post_check(tiny_build, tmp_path, monkeypatch):
