@@ -49,6 +49,7 @@ from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
+from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -305,57 +306,6 @@ and the 16-unit 4-player layer (455 states with four, 420 MB) keep them, the 45-
 (12 GB) and 5-player layers do not."""
 
 
-SETTLED_FRACTION = 0.03
-"""A loose target counts as settled, and tightens, once an outer iteration updates at most this
-fraction of the layer's states (see :func:`_inner_target`)."""
-
-
-FIRST_TARGET_DEFAULT = 100.0
-FIRST_TARGET = {4: 1000.0, 5: 1000.0}
-"""Per layer size (players): the first outer iteration's target as a multiple of gamma (missing:
-:data:`FIRST_TARGET_DEFAULT`; see :func:`_inner_target`).
-
-The first policy evaluation moves a layer's values by dollars (11 $ on the 45-unit 4-player
-layer), so most of the first level's outer iterations re-solve nearly every state, with many
-classes of each strategy moving per CFR+ iteration (the dearest iterations of the solve: that
-level took 45 % of the 45-unit 4-player layer's time at 100·gamma). A looser first level spends
-fewer of them there, at the price of one more level opening (a re-solve of nearly every state).
-Measured side by side, one thread each: the 20-unit 4-player layer without kept sums took 281.6
-and 297.8 s at 1000·gamma against 308.6 and 305.8 s at 100·gamma (87,129 against 91,051 CFR+
-iterations in all layers, 49 against 38 outer iterations), and 292.7 against 290.8 s at
-10,000·gamma (two more openings); the 16-unit one 3 % less at 1000·gamma in an earlier stop.
-gs08's 3-player layer, which keeps its sums and solves with slack, took 69.1 s at 1000·gamma
-against 59.4 s (45,992 against 50,214 iterations), so it stays at 100. The 5-player layer of
-the 14-unit game without kept sums (715 states; lower layers the same in both) took 222.1 and
-213.3 s at 1000·gamma against 237.6 and 230.9 s (6,066 fewer CFR+ iterations, 30 against 25
-outer iterations); the 45-unit 4-player layer 2,718 s against 2,914 s (PERFORMANCE.md)."""
-
-
-def _inner_target(gamma: float, log: list[dict], loose: bool, states: int,
-                  first: float = FIRST_TARGET_DEFAULT) -> float:
-    """Exploitability ($) the states are solved to in the next outer iteration.
-
-    Inexact policy iteration: while the values still move, solving hands far below what the values
-    are off by is wasted, so the first outer iteration (ICM successor values) uses ``first``·gamma
-    (:data:`FIRST_TARGET`) and the target tightens by √10 each time the current one has settled: an
-    outer iteration updated at most :data:`SETTLED_FRACTION` of the ``states`` (a few states left
-    behind are caught at the tighter target anyway). The layer still ends only after an outer
-    iteration at gamma updates no state (SPEC §6). gs08 (2 cores, sampled tables, otherwise the
-    same code): 212 s with the earlier rule max(gamma, min(last target, ΔV/10)), ten times tighter
-    after an outer iteration without updates (10 target levels of 1.3–3× steps, each re-solving
-    nearly every state); 188 s with fixed 10× steps (20k–45k CFR+ iterations per re-solve at
-    $0.0001); 190 s with √10 steps once no state updates; 181 s with √10 steps once at most 3 % do.
-    """
-    if not loose:
-        return gamma
-    if not log:
-        return first * gamma
-    last = log[-1]
-    if last["states_updated"] <= SETTLED_FRACTION * states:
-        return max(gamma, last["target"] / 10 ** 0.5)
-    return last["target"]
-
-
 def _screens(gamma: float, log: list[dict], loose: bool, target: float) -> bool:
     """Whether the next outer iteration screens (see :data:`SCREEN_FRACTION`).
 
@@ -474,7 +424,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                 else tree_kinds
             ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior, wall_before=time.perf_counter() - t0)
 
-            target = _inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
+            target = inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
             screen = _screens(gamma, log, loose, target)
 
             def work(s: int) -> tuple[int, int]:

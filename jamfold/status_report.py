@@ -28,6 +28,7 @@ from engine.equity_models import model_names
 from engine.rollout import exact_triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states
+from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target, level_of, target_levels
 
 
 def when(t: float) -> str:
@@ -67,17 +68,25 @@ def layer_lines(st: LayerStatus, gamma: float) -> list[str]:
     if not st.started:
         return [f"{head} not started"]
     lines = []
+    levels = target_levels(gamma, st.players)
+
+    def level(target: float) -> str:
+        return f"level {level_of(target, gamma, st.players)} of {len(levels)}"
+
     if st.last is None:
         lines.append(f"{head} first outer iteration in progress")
     else:
         e = st.last
-        lines.append(f"{head} {st.outer_done} outer iterations done; the last at target ${e['target']:.2g}: "
-                     f"{e['states_updated']:,} states updated, max |ΔV| ${e['max_delta_v']:.4g}, max exploitability "
-                     f"${e['max_exploitability']:.4g}, {e['wall_s']:,.0f} s")
+        lines.append(f"{head} {st.outer_done} outer iterations done; the last at target ${e['target']:.2g} "
+                     f"({level(e['target'])}): {e['states_updated']:,} states updated, max |ΔV| "
+                     f"${e['max_delta_v']:.4g}, max exploitability ${e['max_exploitability']:.4g}, {e['wall_s']:,.0f} s")
     if st.settled:
         lines.append("  final exact measurement: " + kept(st.current, "states measured"))
-    else:
-        lines.append(f"  outer iteration {st.outer_done + 1}: " + kept(st.current, f"of {st.states:,} states done"))
+        return lines
+    target = inner_target(gamma, [] if st.last is None else [st.last], True, st.states,
+                          FIRST_TARGET.get(st.players, FIRST_TARGET_DEFAULT))
+    lines.append(f"  outer iteration {st.outer_done + 1} (target ${target:.2g}, {level(target)}, from ${levels[0]:.2g} "
+                 f"down to gamma by √10 steps): " + kept(st.current, f"of {st.states:,} states done"))
     return lines
 
 

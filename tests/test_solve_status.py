@@ -8,6 +8,7 @@ disturb the checkpoints it reads.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -69,15 +70,16 @@ def test_progress_reports_what_the_checkpoints_hold_and_who_is_running(tiny_tens
                       r"\(gamma \$0.001\)", out)
     assert line2 and int(line2[1]) == len(two.log) and float(line2[2]) == pytest.approx(two.exploitability.max(),
                                                                                       abs=5e-7)
-    assert "3-player layer (21 states): first outer iteration in progress\n  outer iteration 1: 4 of 21 states done at its last block checkpoint (" \
-        in out
+    assert ("3-player layer (21 states): first outer iteration in progress\n  outer iteration 1 (target $0.1, level 1 "
+            "of 5, from $0.1 down to gamma by √10 steps): 4 of 21 states done at its last block checkpoint (") in out
 
     with pytest.raises(Interrupt):  # on to the third outer iteration, stopped after 5 of its states
         solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, {2: two.values}, threads=2, checkpoint=folder,
                     checkpoint_every=0.0, progress=_stop_at(3, 5))
     before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     at_third = _progress(config, capsys)
-    assert "  outer iteration 3: 5 of 21 states done at its last block checkpoint (" in at_third and "saved " in at_third
+    assert "of 5, from $0.1 down to gamma by √10 steps): 5 of 21 states done at its last block checkpoint (" in at_third
+    assert "saved " in at_third
     assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before  # read, nothing written
     kept_block = folder / "kept.block"  # one of them, for the reopened layer below
     kept_block.write_bytes(sorted(folder.glob("layer3.outer2.block*.npz"))[0].read_bytes())
@@ -93,8 +95,16 @@ def test_progress_reports_what_the_checkpoints_hold_and_who_is_running(tiny_tens
     line3 = re.search(r"3-player layer \(21 states\): solved, (\d+) outer iterations", _progress(config, capsys))
     assert line3 and int(line3[1]) == len(whole.log) >= 3
     last = whole.log[1]  # the second outer iteration's log entry, as the checkpoint had it before the third
-    assert (f"3-player layer (21 states): 2 outer iterations done; the last at target ${last['target']:.2g}: "
-            f"{last['states_updated']:,} states updated, max |ΔV| ${last['max_delta_v']:.4g}") in at_third
+
+    def level(target: float) -> int:  # the place of a target among $0.1, $0.1/√10, … $0.001
+        return 1 + round(2 * math.log10(0.1 / target))
+
+    assert (f"3-player layer (21 states): 2 outer iterations done; the last at target ${last['target']:.2g} "
+            f"(level {level(last['target'])} of 5): {last['states_updated']:,} states updated, max |ΔV| "
+            f"${last['max_delta_v']:.4g}") in at_third
+    third = whole.log[2]["target"]  # what the solve went on to, as progress predicted from the checkpoint
+    assert f"  outer iteration 3 (target ${third:.2g}, level {level(third)} of 5, from $0.1 down" in at_third
+    assert level(whole.log[-1]["target"]) == 5 and whole.log[-1]["target"] == pytest.approx(GAMMA)
 
     # a solved layer reopened by a build (to retry states left above gamma) writes blocks of its next
     # outer iteration before its layer file says it is unfinished again

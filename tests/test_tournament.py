@@ -604,18 +604,35 @@ def test_per_state_caches_are_kept_between_outer_iterations_within_budget(tiny_t
 
 
 def test_the_target_tightens_by_root_ten_once_a_level_settles():
-    from engine.tournament import SETTLED_FRACTION, _inner_target
+    from engine.target_ladder import SETTLED_FRACTION, inner_target
 
     gamma, m = 1e-4, 1000
-    assert _inner_target(gamma, [], True, m) == pytest.approx(100 * gamma)
-    assert _inner_target(gamma, [], True, m, 1000.0) == pytest.approx(1000 * gamma)
-    assert _inner_target(gamma, [], False, m, 1000.0) == gamma
-    assert _inner_target(gamma, [], False, m) == gamma
+    assert inner_target(gamma, [], True, m) == pytest.approx(100 * gamma)
+    assert inner_target(gamma, [], True, m, 1000.0) == pytest.approx(1000 * gamma)
+    assert inner_target(gamma, [], False, m, 1000.0) == gamma
+    assert inner_target(gamma, [], False, m) == gamma
     busy = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m) + 1}
     settled = {"target": 1e-2, "states_updated": int(SETTLED_FRACTION * m)}
-    assert _inner_target(gamma, [busy], True, m) == 1e-2
-    assert _inner_target(gamma, [settled], True, m) == pytest.approx(1e-2 / 10 ** 0.5)
-    assert _inner_target(gamma, [{"target": 1.5e-4, "states_updated": 0}], True, m) == gamma  # never below gamma
+    assert inner_target(gamma, [busy], True, m) == 1e-2
+    assert inner_target(gamma, [settled], True, m) == pytest.approx(1e-2 / 10 ** 0.5)
+    assert inner_target(gamma, [{"target": 1.5e-4, "states_updated": 0}], True, m) == gamma  # never below gamma
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 5])
+def test_the_ladder_progress_names_is_the_one_the_solve_climbs_down(players):
+    """`target_levels` (which `jamfold progress` numbers a layer's level by) lists the targets that
+    inner_target gives a layer whose every outer iteration settles: the `thesis` game's 5-player
+    ladder is $0.1 … $0.0001 in 7 levels."""
+    from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target, level_of, target_levels
+
+    gamma, m, log = 1e-4, 500, []
+    while not log or log[-1]["target"] > gamma:
+        log.append({"target": inner_target(gamma, log, True, m, FIRST_TARGET.get(players, FIRST_TARGET_DEFAULT)),
+                    "states_updated": 0})
+    assert [e["target"] for e in log] == target_levels(gamma, players)
+    assert [level_of(float(np.float32(e["target"])), gamma, players) for e in log] == list(range(1, len(log) + 1))
+    if players == 5:
+        assert target_levels(gamma, players) == pytest.approx([1e-1, 10 ** -1.5, 1e-2, 10 ** -2.5, 1e-3, 10 ** -3.5, 1e-4])
 
 
 def test_neighbour_table_moves_one_unit_between_two_players():
