@@ -29,9 +29,11 @@ from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, equilibrium_tensors
 from engine.config import position_names
 from engine.equity_models import model_names
+from engine.memory import release_free_memory
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
 from engine.states import enumerate_states
 from warehouse import db
+from warehouse.schema import TABLES
 
 CHECKS = {
     "equilibrium_matches_its_values": "the all-equilibrium table's simulated mean payoff is within 4 standard errors "
@@ -42,11 +44,6 @@ CHECKS = {
                                               "by their seats, sum to 0 (within 1e-6 %): the payoffs sum to the "
                                               "prize pool",
 }
-
-
-MATCH_COLUMNS = ["model_a", "model_b", "a_positions", "a_players", "roi_a_pct", "roi_a_se_pct", "roi_b_pct",
-                 "roi_b_se_pct", "tournaments", "seed"]
-"""The columns of a `direct_matches` row (the table is written empty until Harville is swept)."""
 
 
 class SimulationConfig(dg.Config):
@@ -69,6 +66,13 @@ def simulated_models(configured: list[str], swept: set[str], sweeps_left_out: bo
     return [m for m in configured if not sweeps_left_out or m in swept]
 
 
+def _match_frame(matches: list[dict]) -> pd.DataFrame:
+    """The `direct_matches` rows; none (Harville not swept) as an empty frame of the table's columns."""
+    if matches:
+        return pd.DataFrame(matches)
+    return pd.DataFrame(columns=[c for c in TABLES["direct_matches"].column_names if c != "game"])
+
+
 def _speed(played: list[float], kept: list[float]) -> dict:
     """The hero tables' median speed (tournaments a second) as asset metadata: of this run's play, or,
     when every model was kept from an earlier run, of that run's (named so)."""
@@ -86,6 +90,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                 warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
+    release_free_memory()  # what the steps before (a layer's ex post check) freed, before the strategies are read
     tensors = ShowdownSampler.from_tensors(equilibrium_tensors(warehouse.path, cfg))
     packed = pack_game(cfg.units, cfg.players, cfg.payouts)
     sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
@@ -167,8 +172,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:
         written = db.replace_tables(con, [db.Replacement("simulation", pd.DataFrame(rows), {"game": cfg.name}),
-                                          db.Replacement("direct_matches", pd.DataFrame(matches, columns=MATCH_COLUMNS),
-                                                         {"game": cfg.name})])
+                                          db.Replacement("direct_matches", _match_frame(matches), {"game": cfg.name})])
         n_sim, n_match = written["simulation"], written["direct_matches"]
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?

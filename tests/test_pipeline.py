@@ -793,6 +793,10 @@ def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(ti
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(con.execute(query.format("'equilibrium', 'FGS-1'")).df(), full)
         assert con.execute("SELECT count(*) FROM direct_matches WHERE game = 'tiny'").fetchone()[0] == 0
+    # the seeds themselves: FGS-1 is the 4th configured model, so its hero seat h plays the stream of
+    # (simulation_seed + 4000, h) whoever else is simulated (tiny's simulation_seed is the default 1)
+    assert full.loc[full["model"] == "FGS-1", "seed"].tolist() == [((1 + 4000) * 1_000_003 + h) % 2 ** 64
+                                                                    for h in range(3)]
     assert len(played) == 2  # FGS-1's tournaments only
 
 

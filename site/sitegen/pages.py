@@ -147,8 +147,9 @@ def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
                     "equilibrium's.\n"
                     "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
                     if is_modelled(con, game) else "")
-    model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments of one model player against an "
-                    "equilibrium table, and direct matches.\n" if is_simulated(con, game) else "")
+    model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments from the start state: the equilibrium "
+                    "against itself (the control), one model player against an equilibrium table, and direct "
+                    "matches against Harville, for the models swept so far.\n" if is_simulated(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
