@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.config import GameConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,3 +58,9 @@ def hero_unit(profile: str) -> str:
 def match_unit(model: str) -> str:
     """``model`` against Harville over every seating, in ``.cache/simulations/``."""
     return f"match-{model}"
+
+
+def simulation_parameters(cfg: GameConfig) -> dict:
+    """What the simulated units in ``.cache/simulations/`` are stamped with besides the fingerprints
+    of the strategies they play: tournaments per seating, the series' seed and the start state."""
+    return {"tournaments": cfg.simulation_tournaments, "seed": cfg.simulation_seed, "start": list(cfg.start)}

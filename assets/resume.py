@@ -82,18 +82,24 @@ class UnitCheckpoint:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
-def kept_record(folder: Path, unit: str) -> tuple[dict, float] | None:
+def kept_record(folder: Path, unit: str, stamped: dict[str, Any] | None = None) -> tuple[dict, float] | None:
     """The record a :class:`UnitCheckpoint` in ``folder`` keeps for ``unit``, and when it was saved
-    (POSIX time), whatever its stamp; None when there is none. For `jamfold progress`, which cannot
-    fingerprint the upstream results (the warehouse may be in use by the build): a record older
-    than the results it depends on is stale, and the next build redoes its unit."""
+    (POSIX time), whatever its stamp's fingerprints; None when there is none, or when its stamp
+    differs from ``stamped`` in a field that names (parameters such as tournaments and seed). For
+    `jamfold progress`, which cannot fingerprint the upstream results (the warehouse may be in use
+    by the build): a record older than the results it depends on is stale, and the next build
+    redoes its unit."""
     path = folder / f"{unit}.json"
     try:
         saved_at = path.stat().st_mtime
-        record = json.loads(path.read_text())["record"]
+        saved = json.loads(path.read_text())
+        record, stamp = saved["record"], saved.get("stamp", {})
     except (OSError, ValueError, KeyError, TypeError):  # absent, or not a record
         return None
-    return (record, saved_at) if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(stamp, dict):
+        return None
+    expected = json.loads(json.dumps(stamped or {}))  # as a stamp reads back
+    return (record, saved_at) if all(stamp.get(k) == v for k, v in expected.items()) else None
 
 
 def work_folders(folder: Path, unit: str) -> list[Path]:

@@ -23,7 +23,7 @@ from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.paths import cache_dir, hero_unit, match_unit
+from assets.paths import cache_dir, hero_unit, match_unit, simulation_parameters
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, equilibrium_tensors
@@ -116,8 +116,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     # the others play included, counts and seeds); the control's depend on the equilibrium alone, so
     # a `--skip-models` build (no sweep stored) keeps them, and the sweeps after it do not replay them
     with warehouse.connect() as con:
-        played_on = {"equilibrium": equilibrium_fingerprint(con, cfg.name), "tournaments": T, "seed": seed,
-                     "start": list(cfg.start)}
+        played_on = {"equilibrium": equilibrium_fingerprint(con, cfg.name), **simulation_parameters(cfg)}
         swept = strategies_fingerprint(con, cfg)
     folder = cache_dir("simulations", game_key(cfg))
     control, done = UnitCheckpoint(folder, played_on), UnitCheckpoint(folder, {"model_strategies": swept, **played_on})

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_unit
+from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_unit, simulation_parameters
 from assets.resume import game_key, kept_record, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
@@ -194,10 +194,10 @@ def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: flo
 def control_line(cfg: GameConfig, cache: Path, solved_at: float) -> str:
     """The equilibrium's own simulated tournaments (the control of the `simulations` asset, which a
     build with ``--skip-models`` plays too), once every layer is solved."""
-    found = kept_record(cache / "simulations" / game_key(cfg), hero_unit("equilibrium"))
+    found = kept_record(cache / "simulations" / game_key(cfg), hero_unit("equilibrium"), simulation_parameters(cfg))
     head = "the equilibrium's simulated tournaments (the control):"
     if found is None:
-        return f"{head} not played yet (it follows the solves)"
+        return f"{head} not played yet with this game's tournaments and seed (it follows the solves)"
     record, saved_at = found
     if saved_at < solved_at:
         return f"{head} stale (played before a layer was last solved; the next build plays them again)"
@@ -241,7 +241,7 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
                  _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
         # its tournaments against the equilibrium, then (but Harville's) its direct match against Harville
         units = [hero_unit(st.label)] + ([match_unit(st.label)] if st.label != "harville" else [])
-        records = [kept_record(cache / "simulations" / key, unit) for unit in units]
+        records = [kept_record(cache / "simulations" / key, unit, simulation_parameters(cfg)) for unit in units]
         played = all(r is not None and r[1] >= max(swept_at, solved_at) for r in records)
         parts.append("its tournaments simulated" if played else "not simulated yet")
         yield "; ".join(parts)

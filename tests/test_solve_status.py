@@ -8,6 +8,7 @@ disturb the checkpoints it reads.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -243,6 +244,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     from assets.model_analysis import model_strategies
     from engine.equity_models import model_names
     from assets.resources import GameResource, WarehouseResource
+    from assets.resume import game_key
     from assets.simulation import simulations
     from engine.config import load_config
     from engine.states import n_states
@@ -261,7 +263,8 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
     out = _progress(config, capsys)
     assert "model sweeps: none saved yet" in out
-    assert "\nthe equilibrium's simulated tournaments (the control): not played yet (it follows the solves)\n" in out
+    assert "\nthe equilibrium's simulated tournaments (the control): not played yet with this game's tournaments and seed (it " \
+           "follows the solves)\n" in out
 
     # FGS-2 killed after three parts of its 3-player layer
     monkeypatch.setattr(ms, "PART_EVERY_S", 0.0)
@@ -329,6 +332,11 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     later = time.time() + 60  # the 3-player layer solved again after the tournaments were played
     os.utime(next((cache / "solve").glob("*/layer3.npz")), (later, later))
     assert "the equilibrium's simulated tournaments (the control): stale (" in _progress(config, capsys)
+    record = cache / "simulations" / game_key(load_config(config)) / "hero-equilibrium.json"
+    saved = json.loads(record.read_text())
+    saved["stamp"]["seed"] += 1  # played with another seed: the next build plays them again
+    record.write_text(json.dumps(saved))
+    assert "the equilibrium's simulated tournaments (the control): not played yet with" in _progress(config, capsys)
 
 
 def test_progress_counts_the_exact_triple_tables_chunks(tmp_path, monkeypatch, capsys):
