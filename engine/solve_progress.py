@@ -30,7 +30,8 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if "outer_iteration" in event:
         head += f", outer iteration {event['outer_iteration']}"
     if kind == "outer":
-        return "info", (f"{head}: target {event['target']:.1e} $, {event['states_updated']} states updated, "
+        level = f" (level {event['level']} of {event['levels']})" if "level" in event else ""
+        return "info", (f"{head}: target {event['target']:.1e} ${level}, {event['states_updated']} states updated, "
                         f"{event['states_skipped']} skipped, {event['states_screened']} screened, "
                         f"{event['states_checked']} checked exactly, "
                         f"{event['cfr_iterations']} CFR+ iterations, max |ΔV| {event['max_delta_v']:.2e} $, "

@@ -49,7 +49,7 @@ from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
-from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target
+from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target, level_of, target_levels
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -547,8 +547,9 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                      "max_exploitability": float(ledger.bound.max()) if m else 0.0,
                      "wall_s": time.perf_counter() - t0}
             log.append(entry)
-            if progress:
-                progress({"event": "outer", **entry})
+            if progress:  # (with the target's place on the layer's ladder, for the log)
+                progress({"event": "outer", **entry, **({"level": level_of(target, gamma, n),
+                                                          "levels": len(target_levels(gamma, n))} if loose else {})})
             # (a screening outer iteration that screened no state checked every one like any other)
             settled = updated == 0 and target <= gamma and not ledger.screened.any()
             # held above gamma: solved again with a larger cap (see HELD_RETRIES)

@@ -480,7 +480,7 @@ def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, c
     main(argv)
     first = capsys.readouterr().out
     assert tournament.DEPTH2_SUM_BUDGET == 0
-    assert "3-player layer, outer iteration 1: target 1.0e+00 $" in first and "checked exactly" in first
+    assert "3-player layer, outer iteration 1: target 1.0e+00 $ (level 1 of 5), " in first and "checked exactly" in first
     assert "PI-CFR+ of a 3-player 6-unit game to gamma 0.01: 15 states" in first and "exact checks [" in first
     main(argv + ["--layer-sweeps"])
     again = capsys.readouterr().out
