@@ -35,6 +35,11 @@ the 14-unit game without kept sums (715 states; lower layers the same in both) t
 outer iterations); the 45-unit 4-player layer 2,718 s against 2,914 s (PERFORMANCE.md)."""
 
 
+def first_target(players: int) -> float:
+    """The first outer iteration's target of a layer of ``players``, as a multiple of gamma."""
+    return FIRST_TARGET.get(players, FIRST_TARGET_DEFAULT)
+
+
 def inner_target(gamma: float, log: list[dict], loose: bool, states: int,
                   first: float = FIRST_TARGET_DEFAULT) -> float:
     """Exploitability ($) the states are solved to in the next outer iteration.
@@ -64,7 +69,7 @@ def target_levels(gamma: float, players: int) -> list[float]:
     """The targets ($) a layer of ``players`` tightens through, the first outer iteration's first,
     gamma last (the `thesis` 5-player layer: $0.1, $0.032, $0.01, $0.0032, $0.001, $0.00032,
     $0.0001)."""
-    levels = [FIRST_TARGET.get(players, FIRST_TARGET_DEFAULT) * gamma]
+    levels = [first_target(players) * gamma]
     while levels[-1] > gamma:
         levels.append(max(gamma, levels[-1] / 10 ** 0.5))
     return levels

@@ -49,7 +49,7 @@ from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
-from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target, level_of, target_levels
+from engine.target_ladder import first_target, inner_target, level_of, target_levels
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -424,7 +424,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                 else tree_kinds
             ticker = _Ticker(progress, n, outer + 1, kinds, todo, prior, wall_before=time.perf_counter() - t0)
 
-            target = inner_target(gamma, log, loose, m, FIRST_TARGET.get(n, FIRST_TARGET_DEFAULT))
+            target = inner_target(gamma, log, loose, m, first_target(n))
             screen = _screens(gamma, log, loose, target)
 
             def work(s: int) -> tuple[int, int]:

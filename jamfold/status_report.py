@@ -28,7 +28,7 @@ from engine.equity_models import model_names
 from engine.rollout import exact_triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states
-from engine.target_ladder import FIRST_TARGET, FIRST_TARGET_DEFAULT, inner_target, level_of, target_levels
+from engine.target_ladder import first_target, inner_target, level_of, target_levels
 
 
 def when(t: float) -> str:
@@ -83,8 +83,7 @@ def layer_lines(st: LayerStatus, gamma: float) -> list[str]:
     if st.settled:
         lines.append("  final exact measurement: " + kept(st.current, "states measured"))
         return lines
-    target = inner_target(gamma, [] if st.last is None else [st.last], True, st.states,
-                          FIRST_TARGET.get(st.players, FIRST_TARGET_DEFAULT))
+    target = inner_target(gamma, [] if st.last is None else [st.last], True, st.states, first_target(st.players))
     lines.append(f"  outer iteration {st.outer_done + 1} (target ${target:.2g}, {level(target)}, from ${levels[0]:.2g} "
                  f"down to gamma by √10 steps): " + kept(st.current, f"of {st.states:,} states done"))
     return lines

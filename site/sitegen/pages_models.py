@@ -115,7 +115,7 @@ FROM model_sweeps WHERE game = '{game}' GROUP BY model"""
     sweeps = con.execute(sweeps_sql).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
-    pending = [f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1) if f"FGS-{d}" not in set(plain["model"])]
+    pending = [m for m in configured_models(cfg) if m.startswith("FGS-") and m not in set(plain["model"])]
     compared = sorted(set(per_layer["players"].astype(int)))
     unsolved = [n for n in range(2, int(cfg["players"]) + 1) if n not in compared]
     partial = (f"\n**Layers compared so far: {', '.join(map(str, compared))} players of {cfg['players']}.** The "
@@ -308,7 +308,7 @@ WHERE s.game = '{game}' AND s.model = 'equilibrium' ORDER BY s.hero_position"""
     control = con.execute(control_sql).df()
     T, hands = int(sim["tournaments"].iloc[0]), float(sim["mean_hands"].mean())
     start = ", ".join(map(str, cfg["start"]))
-    pending = [m for m in model_order(configured_models(cfg)) if m not in models]
+    pending = [m for m in configured_models(cfg) if m not in models]
     pending_text = (f"\n\nNot simulated yet: {', '.join(pending)}. Their strategies need the model sweeps, which "
                     "this build left out (`--skip-models`) or has still to run; the same command without "
                     "`--skip-models` runs them.") if pending else ""
