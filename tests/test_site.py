@@ -432,7 +432,7 @@ def test_push_fold_grid_rows_fit_the_text_column():
 
 def test_exploitability_histograms_carry_bins_not_states():
     """The solve-quality histograms chart counts binned in SQL (the query is on the page): with one
-    row per (state, position) the 45-unit 5-player game's nemesis gains (732,476 pairs) made a page
+    row per (state, position) the 45-unit 5-player game's nemesis gains (734,657 pairs) made a page
     of some 60 MB. The counts are numpy.histogram's over the same range, per player count; every
     gain is counted once, exact zeros at 1e-12 $."""
     import json

@@ -58,7 +58,7 @@ def log10_histogram_sql(table: str, column: str, where: str, bins: int = HISTOGR
     1e-12. Columns: players, bin_start, bin_end (log10 $), count.
 
     The charts carry these counts, not one row per state: the 45-unit 5-player game's nemesis
-    gains are 732,476 (state, position) pairs, some 60 MB of inline JSON on one page. The page
+    gains are 734,657 (state, position) pairs, some 60 MB of inline JSON on one page. The page
     shows the query beside its chart."""
     return f"""WITH g AS (SELECT players, log10(greatest({column}, 1e-12)) AS x FROM {table} WHERE {where}),
      r AS (SELECT min(x) AS lo, (CASE WHEN max(x) > min(x) THEN max(x) ELSE min(x) + 1 END - min(x)) / {bins} AS w FROM g),
