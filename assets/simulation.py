@@ -132,7 +132,12 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
-            for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors)):
+            def hero_done(h: int, res, model=model) -> None:
+                context.log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
+                                 f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %")
+
+            for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors,
+                                                     on_result=hero_done)):
                 unit["rows"].append({"model": model, "hero_position": h, "hero_seat": names[h],
                                      "mean_payoff": res.mean[h], "standard_error": res.se[h], "roi_pct": res.roi[h],
                                      "roi_se_pct": res.roi_se[h], "finishing": list(res.finishing[h]),
@@ -157,8 +162,14 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         unit = done.load(match_unit(model))
         if unit is None:
             unit = {"matches": [], "sum_err": 0.0}
+            def seating_done(seating, model=model) -> None:  # seatings come in the order of their masks
+                mask = sum(1 << i for i in seating.a_seats)
+                context.log.info(f"{model} vs harville: seating {mask} of {2 ** cfg.players - 2} "
+                                 f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in "
+                                 f"{seating.result.wall_s:.1f} s")
+
             for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, T,
-                                        seed + 77_000 + 1000 * k, tensors):
+                                        seed + 77_000 + 1000 * k, tensors, on_seating=seating_done):
                 a, n = len(seating.a_seats), cfg.players
                 unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
                 unit["matches"].append({"model_a": model, "model_b": "harville",

@@ -767,7 +767,7 @@ def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(ti
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     real, played = simulation.simulate_against, []
     monkeypatch.setattr(simulation, "simulate_against",
-                        lambda packed, prof, *a: (played.append(prof), real(packed, prof, *a))[1])
+                        lambda packed, prof, *a, **kw: (played.append(prof), real(packed, prof, *a, **kw))[1])
     left_out = {"ops": {"simulations": {"config": {"sweeps_left_out": True}}}}
     query = "SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' AND model IN ({}) ORDER BY model, hero_position"
     with duckdb.connect(str(warehouse)) as con:

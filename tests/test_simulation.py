@@ -273,7 +273,11 @@ def test_hero_profile_is_tracked_through_seat_changes(game, solved, eq, sampler,
     model = {n: [np.ones_like(s) for s in layer] for n, layer in strategies.items()}  # always jam
     hero = _hero_values(solved, strategies, model, tiny_tensors)
     jam = pack_profile(game, model)
-    results = simulate_against(game, jam, eq, START, T, seed=5, tensors=sampler)
+    reported = []
+    results = simulate_against(game, jam, eq, START, T, seed=5, tensors=sampler,
+                               on_result=lambda h, r: reported.append((h, r)))
+    # each hero's result reported as it finishes, in order
+    assert [h for h, _ in reported] == [0, 1, 2] and all(r is results[h] for h, r in reported)
     g = state_index(START)
     for h, res in enumerate(results):
         assert res.seat_profile == tuple(int(i == h) for i in range(3))
@@ -348,8 +352,11 @@ def test_hand_cap_counts_unfinished_tournaments(game, eq, sampler):
 
 def test_direct_match_sides_share_the_prize_pool(game, solved, eq, sampler):
     jam = np.ones_like(eq)
-    seatings = direct_match(game, eq, jam, START, 100_000, seed=3, tensors=sampler)
+    reported = []
+    seatings = direct_match(game, eq, jam, START, 100_000, seed=3, tensors=sampler, on_seating=reported.append)
     assert len(seatings) == 2 ** 3 - 2
+    assert len(reported) == len(seatings) and all(r is s for r, s in zip(reported, seatings))  # as each finishes
+    assert [sum(1 << i for i in s.a_seats) for s in seatings] == list(range(1, 2 ** 3 - 1))  # in mask order
     assert sorted(s.a_seats for s in seatings) == sorted(
         tuple(i for i in range(3) if m >> i & 1) for m in range(1, 7))
     for s in seatings:
