@@ -132,7 +132,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
-            def hero_done(h: int, res, model=model) -> None:
+            def hero_done(h: int, res) -> None:  # called within this model's iteration
                 context.log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
                                  f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %")
 
@@ -162,7 +162,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         unit = done.load(match_unit(model))
         if unit is None:
             unit = {"matches": [], "sum_err": 0.0}
-            def seating_done(seating, model=model) -> None:  # seatings come in the order of their masks
+            def seating_done(seating) -> None:  # within this model's iteration; seatings in mask order
                 mask = sum(1 << i for i in seating.a_seats)
                 context.log.info(f"{model} vs harville: seating {mask} of {2 ** cfg.players - 2} "
                                  f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in "
