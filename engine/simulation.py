@@ -406,26 +406,34 @@ def _stack_profiles(profiles: Sequence[CompactProfile]) -> tuple[np.ndarray, np.
 
 @dataclass
 class ShowdownSampler:
-    """What the kernel draws showdowns from: win2[a, b] (float64, P(first dealt wins)) and
-    cum3[a, b, c, o] (float32, cumulative order3 over the 6 outcome orders, last = 1)."""
+    """What the kernel draws showdowns from: win2[a, b] (float64, P(first dealt wins)) and the 3-way
+    table ``order3`` of :func:`engine.simulation_kernel.order3_thresholds` (uint32, one row of
+    cumulative order probabilities per class multiset, 16 MB)."""
 
     win2: np.ndarray
-    cum3: np.ndarray
+    order3: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.win2.shape != (NC, NC) or self.order3.shape != (kernel.TRIPLE_ROWS, 5):
+            raise ValueError(f"a sampler needs win2 {(NC, NC)} and order3 {(kernel.TRIPLE_ROWS, 5)}; got "
+                             f"{self.win2.shape} and {self.order3.shape}")
+        self.win2 = np.ascontiguousarray(self.win2, dtype=np.float64)
+        self.order3 = np.ascontiguousarray(self.order3, dtype=np.uint32)
 
     @classmethod
     def from_tensors(cls, tensors: "Tensors") -> "ShowdownSampler":
-        """From :class:`engine.showdown.ShowdownTensors` or :class:`engine.hand_pass.SolverTensors`."""
+        """From :class:`engine.showdown.ShowdownTensors` or :class:`engine.hand_pass.SolverTensors`
+        (only the sorted class triples are read: rows with repeated classes are symmetric)."""
         if isinstance(tensors, ShowdownSampler):
             return tensors
         if hasattr(tensors, "order3"):
-            order3 = np.moveaxis(tensors.order3, 0, -1)  # [a, b, c, o]
+            def probs(a, b, c):
+                return tensors.order3[:, a, b, c].T
         else:  # SolverTensors keep joint3 · order3
-            with np.errstate(invalid="ignore", divide="ignore"):
-                order3 = tensors.m3j / tensors.joint3[..., None]
-        cum3 = np.cumsum(order3, axis=-1, dtype=np.float64).astype(np.float32)
-        cum3[..., 5] = 1.0
-        np.nan_to_num(cum3, copy=False, nan=1.0)
-        return cls(np.ascontiguousarray(tensors.win2, dtype=np.float64), np.ascontiguousarray(cum3))
+            def probs(a, b, c):
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    return tensors.m3j[a, b, c] / tensors.joint3[a, b, c][:, None]
+        return cls(np.asarray(tensors.win2, dtype=np.float64), kernel.order3_thresholds(probs))
 
 
 # --------------------------------------------------------------------------------------------
@@ -508,7 +516,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
                            np.int64(game.total_nodes), np.uint64(seed % 2**64),
                            np.int64(tournaments), np.int64(max_hands), st_rec, game.key_root, game.key_node_off,
                            game.key_term_off, game.node_actor, game.node_fold, game.node_jam, game.term_ndeal,
-                           game.term_out, out_rec, game.share, sampler.win2, sampler.cum3,
+                           game.term_out, out_rec, game.share, sampler.win2, sampler.order3,
                            pay_sum, pay_cross, place_cnt, hands, unfinished)
     wall = time.perf_counter() - t0
     T = tournaments

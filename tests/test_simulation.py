@@ -18,7 +18,8 @@ from engine.game_tree import compile_hand, utilities
 from engine.policy_evaluation import finishing_probabilities, layer_transitions, solve_layer
 from engine.simulation import (CompactProfile, ShowdownSampler, compact_profile, direct_match, match_summary,
                                pack_game, pack_profile, simulate, simulate_against)
-from engine.simulation_kernel import TWO32, jams, sample_deals, sample_orders
+from engine.simulation_kernel import (ORDER_ONE, SORTED_TO_DEAL, TRIPLE_ROWS, TWO32, _sort3, jams, sample_deals,
+                                      sample_orders, triple_row)
 from engine.states import enumerate_states, state_index
 from engine.tournament import solve_tournament
 
@@ -179,7 +180,7 @@ def test_dealt_classes_follow_the_card_model(tiny_tensors):
 def test_kernel_removes_in_pot_cards(game, tiny_tensors):
     """Fake showdown table: the first dealt hand wins iff both hands have the same class, which
     is much rarer with card removal (Σ joint2[a, a] = 0.47 %) than without (Σ p1² = 0.74 %)."""
-    same = ShowdownSampler(np.eye(169), np.ones((169, 169, 169, 6), np.float32))
+    same = ShowdownSampler(np.eye(169), np.full((TRIPLE_ROWS, 5), ORDER_ONE, np.uint32))
     p_same = float(np.trace(tiny_tensors.joint2))
     jam = np.ones((game.total_nodes, 169), np.float32)
     N = 400_000
@@ -193,13 +194,44 @@ def test_kernel_removes_in_pot_cards(game, tiny_tensors):
     assert abs(res.unfinished / N - p_same) < 4 * se
 
 
+def _order3(tiny_tensors, c0, c1, c2):
+    """P(each finishing order, lexicographic over the deal positions) from the solver's tensors."""
+    return tiny_tensors.m3j[c0, c1, c2] / tiny_tensors.joint3[c0, c1, c2]
+
+
 def test_showdown_orders_follow_the_tables(tiny_tensors, sampler):
     N = 400_000
     win2 = tiny_tensors.win2
-    counts = sample_orders(3, N, 2, 13, 168, 0, sampler.win2, sampler.cum3)
+    counts = sample_orders(3, N, 2, 13, 168, 0, sampler.win2, sampler.order3)
     _chi2_ok(counts[:2], np.array([win2[13, 168], 1 - win2[13, 168]]) * N)
-    order3 = tiny_tensors.m3j[0, 13, 168] / tiny_tensors.joint3[0, 13, 168]  # AA, AKo, 22 in deal order
-    _chi2_ok(sample_orders(4, N, 3, 0, 13, 168, sampler.win2, sampler.cum3), order3 * N)
+    # AA, AKo, 22 in every deal order (the kernel sorts them and maps the drawn order back), and
+    # a triple with a repeated class (AKo twice: the table is symmetric in those two hands)
+    for k, triple in enumerate([(0, 13, 168), (168, 0, 13), (13, 168, 0), (13, 13, 168), (168, 13, 13)]):
+        _chi2_ok(sample_orders(4 + k, N, 3, *triple, sampler.win2, sampler.order3), _order3(tiny_tensors, *triple) * N)
+
+
+def test_three_way_table_holds_every_ordered_triple(tiny_tensors, sampler):
+    """The sorted-triple rows reproduce the full 169³ order table of the solver for every deal
+    order, to the table's 2⁻³¹ resolution (checked on 3,000 random ordered triples and on all
+    orderings of some with repeated classes)."""
+    rows = np.array([triple_row(a, b, c) for c in range(169) for b in range(c + 1) for a in range(b + 1)])
+    assert np.array_equal(rows, np.arange(TRIPLE_ROWS))
+    rng = np.random.default_rng(5)
+    triples = [tuple(int(x) for x in t) for t in rng.integers(0, 169, (3000, 3))]
+    triples += [(7, 7, 100), (7, 100, 7), (100, 7, 7), (50, 50, 50)]
+    checked = 0
+    for c0, c1, c2 in triples:
+        if tiny_tensors.joint3[c0, c1, c2] == 0:
+            continue
+        s, a, b, c = _sort3(c0, c1, c2)
+        assert a <= b <= c and sorted((c0, c1, c2)) == [a, b, c]
+        cum = np.append(sampler.order3[triple_row(a, b, c)].astype(np.float64) / ORDER_ONE, 1.0)
+        p_sorted = np.diff(cum, prepend=0.0)
+        p_deal = np.zeros(6)
+        np.add.at(p_deal, SORTED_TO_DEAL[s], p_sorted)
+        assert np.abs(p_deal - _order3(tiny_tensors, c0, c1, c2)).max() < 4 / ORDER_ONE
+        checked += 1
+    assert checked > 2500
 
 
 # --------------------------------------------------------------------------------------------
