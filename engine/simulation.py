@@ -457,6 +457,7 @@ class SimulationResult:
     finishing: np.ndarray  # (n, n) probability of finishing in place q+1
     cov: np.ndarray  # (n, n) covariance of the players' payoffs in one tournament ($²)
     mean_hands: float  # hands per tournament
+    hand_events: dict[str, float]  # per hand: decisions, two_way and three_way showdowns (what a hand costs)
     unfinished: int  # tournaments stopped at max_hands (remaining players paid 0)
     wall_s: float
 
@@ -468,6 +469,10 @@ class SimulationResult:
 
 
 Tensors = Union["ShowdownTensors", "SolverTensors", ShowdownSampler]
+HAND_EVENTS = ("decisions", "two_way", "three_way")
+"""Keys of :attr:`SimulationResult.hand_events`: per hand, the decisions (a dealt hand and its
+jam/fold: a profile row read) and the showdowns of two and of three hands; they say what a hand
+costs (a 3-way showdown reads a 16 MB table, every decision a 64-byte row of the profile)."""
 
 
 Profile = Union[np.ndarray, CompactProfile]
@@ -511,13 +516,14 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     place_cnt = np.zeros((nb, n, n), np.int64)
     hands = np.zeros(nb, np.int64)
     unfinished = np.zeros(nb, np.int64)
+    events = np.zeros((nb, 3), np.int64)
     t0 = time.perf_counter()
     kernel.simulate_blocks(np.int64(g), np.array(seat_profile, np.int64), rows, thresholds,
                            np.int64(game.total_nodes), np.uint64(seed % 2**64),
                            np.int64(tournaments), np.int64(max_hands), st_rec, game.key_root, game.key_node_off,
                            game.key_term_off, game.node_actor, game.node_fold, game.node_jam, game.term_ndeal,
                            game.term_out, out_rec, game.share, sampler.win2, sampler.order3,
-                           pay_sum, pay_cross, place_cnt, hands, unfinished)
+                           pay_sum, pay_cross, place_cnt, hands, unfinished, events)
     wall = time.perf_counter() - t0
     T = tournaments
     mean = pay_sum.sum(axis=0) / T
@@ -528,6 +534,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     return SimulationResult(start=start, seat_profile=seat_profile, tournaments=T, seed=int(seed), mean=mean, se=se,
                             roi=(mean - fair) / fair * 100.0, roi_se=se / fair * 100.0, fair=fair,
                             finishing=place_cnt.sum(axis=0) / T, cov=cov, mean_hands=float(hands.sum()) / T,
+                            hand_events=dict(zip(HAND_EVENTS, (events.sum(axis=0) / max(int(hands.sum()), 1)).tolist())),
                             unfinished=int(unfinished.sum()), wall_s=wall)
 
 

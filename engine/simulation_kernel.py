@@ -270,7 +270,7 @@ def jams(rows, thresholds, r, c, u32):
 def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tournaments, max_hands,
                     st_rec, key_root, key_node_off, key_term_off, nd_actor, nd_fold, nd_jam,
                     tm_ndeal, tm_out, out_rec, share, win2, order3,
-                    pay_sum, pay_cross, place_cnt, hands_sum, unfinished):
+                    pay_sum, pay_cross, place_cnt, hands_sum, unfinished, events):
     """Play ``tournaments`` tournaments from global state ``start``; sums per block of BLOCK.
 
     The player starting in position i uses profile ``seat_prof[i]``: compact rows (see
@@ -278,7 +278,8 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
     indexes the stacked ``thresholds``.
     ``st_rec[g]`` = (players, key, first profile row, first outcome) of global state g. Writes,
     per block b: ``pay_sum[b, i]`` ($), ``pay_cross[b, i, j]`` (Σ pay_i·pay_j, $²),
-    ``place_cnt[b, i, q]`` (finished in place q+1), ``hands_sum[b]`` and ``unfinished[b]``
+    ``place_cnt[b, i, q]`` (finished in place q+1), ``hands_sum[b]``, ``events[b]`` = (decisions,
+    2-way showdowns, 3-way showdowns) and ``unfinished[b]``
     (tournaments stopped after ``max_hands`` hands: the players still in are paid 0 and get no
     place).
     """
@@ -300,6 +301,9 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
         b_place = np.zeros((n0, n0), np.int64)
         b_hands = 0
         b_unfinished = 0
+        b_decisions = 0
+        b_two = 0
+        b_three = 0
         lo_t = b * BLOCK
         hi_t = min(lo_t + BLOCK, tournaments)
         for t in range(lo_t, hi_t):
@@ -322,6 +326,7 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                 nj = 0
                 while ref >= 0:  # one decision: deal the actor's hand, jam with probability p
                     kn = koff + ref
+                    b_decisions += 1
                     bits, c, u32 = draw_hand(rs, used)
                     if jams(rows, thresholds, seat_base[nd_actor[kn]] + row0 + ref, c, u32):
                         used |= bits
@@ -332,6 +337,10 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                         ref = np.int64(nd_fold[kn])
                 kt = key_term_off[k] + (-1 - ref)
                 nd = tm_ndeal[kt]
+                if nd == 2:
+                    b_two += 1
+                elif nd == 3:
+                    b_three += 1
                 for i in range(nj, nd):  # showdown-only players are dealt now
                     bits, c, _ = draw_hand(rs, used)
                     used |= bits
@@ -372,6 +381,9 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                 if place[i] > 0:
                     b_place[i, place[i] - 1] += 1
         hands_sum[b] = b_hands
+        events[b, 0] = b_decisions
+        events[b, 1] = b_two
+        events[b, 2] = b_three
         unfinished[b] = b_unfinished
         pay_sum[b, :] = b_sum
         pay_cross[b, :, :] = b_cross

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from engine.cfr import HandSolver
 from engine.game_tree import compile_hand, utilities
+from engine.hand import hand_tree
 from engine.policy_evaluation import finishing_probabilities, layer_transitions, solve_layer
 from engine.simulation import (CompactProfile, ShowdownSampler, compact_profile, direct_match, match_summary,
                                pack_game, pack_profile, simulate, simulate_against)
@@ -365,6 +366,38 @@ def test_integer_profiles_play_pure_strategies_exactly(game, solved, eq, sampler
         simulate(game, [f32.astype(np.float64)], [0, 0, 0], START, 10, seed=1, tensors=sampler)
     with pytest.raises(KeyError):
         pack_profile(game, strategies, dtype=np.uint16)
+
+
+def _pure_path(tree, child: str) -> tuple[int, int]:
+    """(decisions, hands at the showdown) of a hand in which every decider takes ``child``."""
+    ref, decisions = tree.root, 0
+    while ref[0] == "node":
+        decisions += 1
+        ref = getattr(tree.nodes[ref[1]], child)
+    contesting = len(tree.terminals[ref[1]].contesting)
+    return decisions, contesting if contesting >= 2 else 0
+
+
+def test_hand_events_count_decisions_and_showdowns(game, sampler):
+    """One hand from every state under the pure profiles "all fold" and "all jam": the counted
+    decisions and showdowns are those of the path through the state's hand tree (walked here
+    from :func:`engine.hand.hand_tree`); a coin-flip profile heads-up at (3, 3) gives 1.5
+    decisions (the BB decides after a jam) and a showdown a quarter of the time."""
+    rows = game.total_nodes
+    for name, dense, child in [("fold", np.zeros((rows, 169), np.float32), "fold_child"),
+                               ("jam", np.ones((rows, 169), np.float32), "jam_child")]:
+        for n in range(2, PLAYERS + 1):
+            for row in enumerate_states(UNITS, n):
+                stacks = tuple(int(x) for x in row)
+                decisions, showdown = _pure_path(hand_tree(stacks, PAYOUTS), child)
+                ev = simulate(game, [dense], [0] * n, stacks, 50, seed=3, tensors=sampler, max_hands=1).hand_events
+                assert (ev["decisions"], ev["two_way"], ev["three_way"]) == (
+                    decisions, float(showdown == 2), float(showdown == 3)), (name, stacks)
+    coin = np.full((rows, 169), 0.5, np.float32)
+    N = 200_000
+    ev = simulate(game, [coin], [0, 0], (3, 3), N, seed=4, tensors=sampler, max_hands=1).hand_events
+    assert abs(ev["decisions"] - 1.5) < 4 * 0.5 / np.sqrt(N) and ev["three_way"] == 0.0
+    assert abs(ev["two_way"] - 0.25) < 4 * np.sqrt(0.25 * 0.75 / N)
 
 
 def test_hand_cap_counts_unfinished_tournaments(game, eq, sampler):
