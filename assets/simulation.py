@@ -136,7 +136,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                 ev = res.hand_events
                 context.log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
                                  f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %; {res.mean_hands:.2f} hands a "
-                                 f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million a "
+                                 f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million hands a "
                                  f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
                                  f"and {ev['three_way']:.3f} three-way showdowns")
 

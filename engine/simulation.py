@@ -534,7 +534,8 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     return SimulationResult(start=start, seat_profile=seat_profile, tournaments=T, seed=int(seed), mean=mean, se=se,
                             roi=(mean - fair) / fair * 100.0, roi_se=se / fair * 100.0, fair=fair,
                             finishing=place_cnt.sum(axis=0) / T, cov=cov, mean_hands=float(hands.sum()) / T,
-                            hand_events=dict(zip(HAND_EVENTS, (events.sum(axis=0) / max(int(hands.sum()), 1)).tolist())),
+                            hand_events=dict(zip(HAND_EVENTS,
+                                                 (events.sum(axis=0) / max(int(hands.sum()), 1)).tolist())),
                             unfinished=int(unfinished.sum()), wall_s=wall)
 
 
