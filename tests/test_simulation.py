@@ -233,6 +233,8 @@ def test_three_way_table_holds_every_ordered_triple(tiny_tensors, sampler):
         assert np.abs(p_deal - _order3(tiny_tensors, c0, c1, c2)).max() < 4 / ORDER_ONE
         checked += 1
     assert checked > 2500
+    with pytest.raises(ValueError, match="order3"):  # e.g. the 169³ table this one replaced
+        ShowdownSampler(sampler.win2, np.ones((169, 169, 169, 6), np.float32))
 
 
 # --------------------------------------------------------------------------------------------
