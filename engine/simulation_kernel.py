@@ -58,6 +58,7 @@ import numpy as np
 from numba import njit, prange
 
 from engine.cards import COMBO_OFFSETS, COMBOS, N_CLASSES
+from engine.rollout import N_TRIPLE_ROWS, triple_classes
 
 BLOCK = 1024  # tournaments per block (the unit of parallel work and of the ordered sums)
 MAX_SEATS = 6
@@ -128,8 +129,8 @@ def draw_hand(rs, used):
             return bits, np.int64(COMBO_CLASS[i]), x & _MASK32
 
 
-TRIPLE_ROWS = 818_805
-"""Multisets {a ≤ b ≤ c} of three of the 169 classes: C(171, 3)."""
+TRIPLE_ROWS = N_TRIPLE_ROWS
+"""Multisets {a ≤ b ≤ c} of three of the 169 classes: C(171, 3) = 818,805, the showdown tables' rows."""
 ORDER_ONE = 2 ** 31
 """Probability 1 in :func:`order3_thresholds` (31-bit fixed point, so that 1 fits a uint32)."""
 _PERMS3 = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))  # lexicographic
@@ -190,12 +191,12 @@ def order3_thresholds(order_probs: Callable[[np.ndarray, np.ndarray, np.ndarray]
     classes (a, b, c) in that order, lexicographic, best first (the 6th cumulative is 1).
     ``order_probs(a, b, c)`` gives those probabilities (rows × 6) for arrays of sorted triples;
     rows that cannot be dealt (NaN) always draw order 0."""
-    c = np.repeat(np.arange(169), np.arange(1, 170) * np.arange(2, 171) // 2)
-    b = np.concatenate([np.repeat(np.arange(k + 1), np.arange(1, k + 2)) for k in range(169)])
-    a = np.concatenate([np.arange(j + 1) for k in range(169) for j in range(k + 1)])
+    a, b, c = triple_classes().astype(np.int64).T  # the tables' sorted triples, in their row order
     cum = np.cumsum(np.asarray(order_probs(a, b, c), np.float64)[:, :5], axis=1)
     cum = np.where(np.isnan(cum).any(axis=1, keepdims=True), 1.0, cum)
-    return np.rint(np.clip(cum, 0.0, 1.0) * ORDER_ONE).astype(np.uint32)
+    out = np.empty((TRIPLE_ROWS, 5), np.uint32)
+    out[triple_row.py_func(a, b, c)] = np.rint(np.clip(cum, 0.0, 1.0) * ORDER_ONE)
+    return out
 
 
 ROW_WORDS = 8
