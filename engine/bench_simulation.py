@@ -1,6 +1,6 @@
 """Simulation benchmark: tournaments per second from the start state of a big game.
 
-    ./lab bench simulation [--units 45] [--players 5] [--tournaments N] [--cache FILE]
+    ./lab bench simulation [--units 45] [--players 5] [--tournaments N] [--cache FILE] [--perf-map]
 
 The full 45-unit game is not solved, so every state gets a *synthetic* deterministic profile:
 hands are ranked by their equity against a random hand (``win2_vs_random``) and a player jams
@@ -20,6 +20,14 @@ one (and per CPU-second, which is what idle cores would give when other processe
 them), hands per tournament and the mean payoff and finishing distribution per starting
 position. ``--cache FILE`` keeps the
 packed game between runs.
+
+``--perf-map`` names the compiled kernels for a ``perf record`` of the run and saves the
+simulation kernel's machine code, so that ``python -m engine.perf_map annotate`` can show which
+instructions take the time (see :mod:`engine.perf_map`)::
+
+    NUMBA_CACHE_DIR=$(mktemp -d) NUMBA_NUM_THREADS=1 perf record -F 1999 -e cpu-clock -o /tmp/perf.data \\
+        ./lab bench simulation --units 45 --players 4 --perf-map
+    .venv/bin/python -m engine.perf_map annotate /tmp/perf.data /tmp/perf-code-<pid>
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import numba
 import numpy as np
 
 from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
+from engine.perf_map import dump_code, write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.simulation import (NC, PackedGame, ShowdownSampler, compact_profile, default_processes, pack_game,
@@ -81,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tournaments", type=int, default=2_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cache", default=None, help="npz file: load the packed game from it, or write it there")
+    parser.add_argument("--perf-map", action="store_true",
+                        help="write /tmp/perf-<pid>.map and the kernel's code to /tmp/perf-code-<pid> for perf "
+                             "(run with a fresh NUMBA_CACHE_DIR)")
     args = parser.parse_args(argv)
     if not 2 <= args.players <= 5:
         parser.error(f"--players must be 2 to 5 (got {args.players})")
@@ -159,6 +171,12 @@ def main(argv: list[str] | None = None) -> None:
     print("mean payoff $ per starting position: " + ", ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(res.mean, res.se)))
     print("finishing distribution (rows = starting position, columns = place):")
     print(np.array2string(res.finishing, precision=4))
+    if args.perf_map:
+        named = write_perf_map()
+        saved = dump_code(f"/tmp/perf-code-{os.getpid()}", ("simulate_blocks", "parfor_gufunc"))
+        print(f"perf map: {named} compiled functions named in /tmp/perf-{os.getpid()}.map, {saved} kernels' code in "
+              f"/tmp/perf-code-{os.getpid()}"
+              + ("" if named else " (none: every kernel came from the on-disk cache; use a fresh NUMBA_CACHE_DIR)"))
 
 
 if __name__ == "__main__":

@@ -15,12 +15,28 @@ and ``--sort symbol`` keeps apart)::
 
 Sizes are the distance to the next function's start (the last one gets 4 KiB), which is what
 perf needs to attribute a sample to the function it falls in.
+
+``perf annotate`` cannot read JIT code, so to see *which instructions* of a kernel take the time,
+:func:`dump_code` saves the machine code of the kernels whose names match (one ``<address>.bin``
+per function) while the process still holds it, and ``annotate`` disassembles those dumps with
+``objdump`` and lays perf's samples on their instructions::
+
+    python -m engine.perf_map annotate /tmp/perf.data /tmp/perf-code-<pid> [--top 25]
+
+It prints each dumped function's share of all samples and its hottest instructions with the
+lines before them: a sample lands just after the instruction that stalled (the load whose value
+the next instruction waits for), so the instruction above a hot one is usually the culprit.
 """
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import gc
 import os
+import re
+import subprocess
+from collections import Counter
 from pathlib import Path
 
 from numba.core.dispatcher import Dispatcher
@@ -58,3 +74,89 @@ def write_perf_map(path: str | Path | None = None) -> int:
         lines.append(f"{address:x} {size:x} {name}\n")
     target.write_text("".join(lines))
     return len(entries)
+
+
+def dump_code(folder: str | Path, contains: tuple[str, ...], max_bytes: int = 1 << 16) -> int:
+    """Save the machine code of every compiled function whose name contains one of ``contains``
+    to ``folder/<hex address>.bin`` (the bytes up to the next function, at most ``max_bytes``), for
+    ``annotate``; returns the number of functions saved. Call it in the profiled process, after
+    the kernels ran (its code is gone with the process)."""
+    entries = compiled_functions()
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    saved = 0
+    for i, (address, name) in enumerate(entries):
+        if not any(c in name for c in contains):
+            continue
+        gap = entries[i + 1][0] - address if i + 1 < len(entries) else max_bytes
+        (target / f"{address:x}.bin").write_bytes(ctypes.string_at(address, min(gap, max_bytes)))
+        saved += 1
+    return saved
+
+
+_OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t[0-9a-f ]+\t(.*)$")  # address: bytes <tab> instruction
+
+
+def hot_instructions(samples: Counter, disassembly: list[str]) -> list[tuple[int, int, str]]:
+    """(address, samples, instruction) for every instruction line of an ``objdump`` listing, with
+    the samples whose instruction pointer is that address (continuation lines are skipped)."""
+    rows = []
+    for line in disassembly:
+        m = _OBJDUMP_LINE.match(line)
+        if m:
+            address = int(m.group(1), 16)
+            rows.append((address, samples.get(address, 0), " ".join(m.group(2).split())))
+    return rows
+
+
+def annotate(perf_data: str | Path, code_folder: str | Path, top: int = 25, context: int = 3,
+             min_share: float = 0.005) -> None:
+    """Print where the samples of ``perf_data`` fall in the functions dumped by :func:`dump_code`
+    (those holding at least ``min_share`` of all samples), each instruction with the ``context``
+    instructions before it."""
+    script = subprocess.run(["perf", "script", "-i", str(perf_data), "-F", "ip"], capture_output=True, text=True,
+                            check=True).stdout
+    samples = Counter(int(tok, 16) for tok in script.split())
+    total = sum(samples.values())
+    print(f"{total:,} samples in {perf_data}")
+    for dump in sorted(Path(code_folder).glob("*.bin")):
+        start = int(dump.stem, 16)
+        listing = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+                                  f"--adjust-vma={start:#x}", str(dump)], capture_output=True, text=True,
+                                 check=True).stdout.splitlines()
+        rows = hot_instructions(samples, listing)
+        inside = sum(n for _, n, _ in rows)
+        if inside < min_share * total:
+            continue
+        print(f"\nfunction at {start:#x}: {inside / total * 100:.1f} % of all samples; its hottest instructions, "
+              f"in % of its samples:")
+        index = {a: i for i, (a, _, _) in enumerate(rows)}
+        for address, n, _ in sorted(rows, key=lambda r: -r[1])[:top]:
+            if not n:
+                break
+            i = index[address]
+            print(f"  {n / inside * 100:5.2f} %  at {address:#x}")
+            for a, m, text in rows[max(i - context, 0):i + 1]:
+                print(f"      {'>' if a == address else ' '} {a:#x}  {m / inside * 100:5.2f}  {text}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m engine.perf_map", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ann = sub.add_parser("annotate", help="lay perf's samples on the instructions of dumped kernels")
+    ann.add_argument("perf_data")
+    ann.add_argument("code_folder")
+    ann.add_argument("--top", type=int, default=25, help="hottest instructions shown per function")
+    args = parser.parse_args(argv)
+    if not Path(args.perf_data).is_file():
+        parser.error(f"perf_data: no such file {args.perf_data}")
+    if not Path(args.code_folder).is_dir() or not any(Path(args.code_folder).glob("*.bin")):
+        parser.error(f"code_folder: {args.code_folder} holds no dumps (<address>.bin from dump_code)")
+    if args.top < 1:
+        parser.error(f"--top must be at least 1 (got {args.top})")
+    annotate(args.perf_data, args.code_folder, args.top)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,8 +43,15 @@ ns here) and to mispredicted jam/fold branches, so the profile is played in its 
 (:func:`compact_rows`: one 64-byte line per node instead of 169 float32 over 11 lines; 196 MiB
 instead of 1.8 GiB for that game, so far more of the visited rows stay in the 32 MB L3):
 1.24 M/s against 0.95 M/s for the dense float32 rows on the same day. Tried and measured
-slower: branchless decisions (they stop the CPU from running ahead on the likely branch), and
-interleaving 8 tournaments per thread with software prefetches. Tied eliminations are placed
+slower: branchless decisions (they stop the CPU from running ahead on the likely branch),
+interleaving 8 tournaments per thread with software prefetches, deciding an open actor's jam by
+one draw against his row's P(jam) and dealing only a jammer's hand (12–33 % slower: the jammer's
+hand, drawn by rejection from his range, costs as many deals as dealing every open actor, and the
+extra jam-or-not branch is as unpredictable as the deal's), and prefetching a hand's profile rows
+and outcome records when its state is read (within the machine's noise; PERFORMANCE.md, "The
+simulation"). ``perf`` (``./lab bench simulation --perf-map``) puts about 40 % of the loop's
+samples on four loads: the profile row (about a fifth), the outcome record, the next state's
+record and ``win2``. Tied eliminations are placed
 with a scratch buffer of the block: allocating one per tie cost 10 % more time on the 15-unit
 profile above (whose equal stacks often bust together).
 (The combo index ``(x >> 32) · 1326 >> 32`` is uniform up to a relative 1326/2³² ≈ 3e-7.)

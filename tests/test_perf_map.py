@@ -1,9 +1,12 @@
 """The perf symbol map names numba kernels where perf can attribute samples to them."""
 
+import ctypes
+from collections import Counter
+
 import numba as nb
 import numpy as np
 
-from engine.perf_map import write_perf_map
+from engine.perf_map import compiled_functions, dump_code, hot_instructions, write_perf_map
 
 
 @nb.njit(cache=False)
@@ -26,3 +29,26 @@ def test_perf_map_lists_a_freshly_compiled_kernel_with_disjoint_ranges(tmp_path)
     assert all(s > 0 for s in sizes)
     # sorted by address, each function's range ends where the next begins at the latest
     assert all(starts[i] + sizes[i] <= starts[i + 1] for i in range(len(starts) - 1))
+
+
+def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instructions(tmp_path):
+    """The dump is the function's code as compiled (its first bytes are those at its address),
+    and ``hot_instructions`` puts every sample on the instruction at its address."""
+    assert _doubled_sum_for_the_perf_map(np.arange(3.0)) == 6.0
+    saved = dump_code(tmp_path, ("_doubled_sum_for_the_perf_map",))
+    dumps = sorted(tmp_path.glob("*.bin"))
+    assert saved == len(dumps) > 0
+    starts = {a: name for a, name in compiled_functions()}
+    for dump in dumps:
+        address = int(dump.stem, 16)
+        assert "_doubled_sum_for_the_perf_map" in starts[address]
+        code = dump.read_bytes()
+        assert 0 < len(code) <= 1 << 16 and code == ctypes.string_at(address, len(code))
+    listing = ["   1000:\t48 8b 04 c7          \tmov    (%rdi,%rax,8),%rax",
+               "   1004:\t48 89 44 24 08       \tmov    %rax,0x8(%rsp)",
+               "   1009:\t48 b9 70 d9 cd b1 a3 \tmovabs $0x7fa3b1cdd970,%rcx",
+               "   1010:\t7f 00 00 ",  # a continuation line: more bytes of the instruction above
+               "   1013:\tc3                   \tret"]
+    rows = hot_instructions(Counter({0x1004: 7, 0x1013: 2, 0x5000: 9}), listing)
+    assert rows == [(0x1000, 0, "mov (%rdi,%rax,8),%rax"), (0x1004, 7, "mov %rax,0x8(%rsp)"),
+                    (0x1009, 0, "movabs $0x7fa3b1cdd970,%rcx"), (0x1013, 2, "ret")]
