@@ -275,11 +275,14 @@ def jams(rows, thresholds, r, c, u32):
 
 
 @njit(cache=True, parallel=True)
-def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tournaments, max_hands,
+def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tournaments, block0, max_hands,
                     st_rec, key_root, key_node_off, key_term_off, nd_actor, nd_fold, nd_jam,
                     tm_ndeal, tm_out, out_rec, share, win2, order3,
                     pay_sum, pay_cross, place_cnt, hands_sum, unfinished, events):
-    """Play ``tournaments`` tournaments from global state ``start``; sums per block of BLOCK.
+    """Play blocks ``block0``, ``block0`` + 1, … (as many as ``pay_sum`` has rows) of the
+    ``tournaments`` tournaments from global state ``start``; sums per block of BLOCK (row b of the
+    outputs is block ``block0`` + b). A tournament's stream depends on its index alone, so playing
+    the blocks in several calls gives the same sums as one call.
 
     The player starting in position i uses profile ``seat_prof[i]``: compact rows (see
     :func:`compact_rows`) ``seat_prof[i] · profile_rows`` … of the stacked ``rows``, whose word 6
@@ -312,7 +315,7 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
         b_decisions = 0
         b_two = 0
         b_three = 0
-        lo_t = b * BLOCK
+        lo_t = (block0 + b) * BLOCK
         hi_t = min(lo_t + BLOCK, tournaments)
         for t in range(lo_t, hi_t):
             seed_stream(rs, seed, t)

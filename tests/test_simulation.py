@@ -349,6 +349,22 @@ def test_results_depend_only_on_seed_and_count(game, eq, sampler):
     assert not np.array_equal(one.mean, other.mean)
 
 
+def test_played_in_chunks_with_progress_the_results_are_those_of_one_piece(game, eq, sampler, monkeypatch):
+    """With a progress callback the tournaments are played a chunk of blocks at a time; every
+    figure is the same as in one call (streams by tournament index, sums in block order)."""
+    import engine.simulation as simulation
+
+    whole = simulate(game, [eq], [0, 0, 0], START, 10_000, seed=4, tensors=sampler)
+    monkeypatch.setattr(simulation, "PROGRESS_CHUNK", 3 * 1024)  # 10 blocks in chunks of 3, 3, 3 and 1
+    reports = []
+    chunked = simulate(game, [eq], [0, 0, 0], START, 10_000, seed=4, tensors=sampler,
+                       progress=lambda done, total: reports.append((done, total)))
+    assert reports == [(3072, 10_000), (6144, 10_000), (9216, 10_000), (10_000, 10_000)]
+    assert np.array_equal(whole.mean, chunked.mean) and np.array_equal(whole.cov, chunked.cov)
+    assert np.array_equal(whole.finishing, chunked.finishing) and whole.mean_hands == chunked.mean_hands
+    assert whole.hand_events == chunked.hand_events and whole.unfinished == chunked.unfinished
+
+
 def test_integer_profiles_play_pure_strategies_exactly(game, solved, eq, sampler):
     strategies = {n: [np.ones_like(s) if s0 % 2 else (s > 0.5).astype(float) for s0, s in enumerate(layer.strategy)]
                   for n, layer in solved.items()}  # a pure profile: rounded equilibrium, some states always jam
