@@ -557,19 +557,24 @@ def _sub_seed(seed: int, k: int) -> int:
 
 def simulate_against(game: PackedGame, model_profile: Profile, equilibrium_profile: Profile,
                      start: Sequence[int], tournaments: int, seed: int, tensors: Tensors,
-                     on_result: Callable[[int, SimulationResult], None] | None = None) -> list[SimulationResult]:
-    """One result per hero starting position h: the hero plays ``model_profile``, everybody else
-    ``equilibrium_profile``; the hero's figures are ``result.mean[h]``, ``result.roi[h]`` … Each
-    h gets its own stream (seed ``_sub_seed(seed, h)``), so the results are independent.
+                     on_result: Callable[[int, SimulationResult], None] | None = None,
+                     heroes: Sequence[int] | None = None,
+                     progress: Callable[[int, int, int], None] | None = None) -> list[SimulationResult]:
+    """One result per hero starting position h (every position, or those of ``heroes``): the hero
+    plays ``model_profile``, everybody else ``equilibrium_profile``; the hero's figures are
+    ``result.mean[h]``, ``result.roi[h]`` … Each h gets its own stream (seed ``_sub_seed(seed, h)``),
+    so the results are independent, and the same whichever other heroes are played.
     ``on_result(h, result)`` is called as each finishes (a progress line: on the 45-unit 5-player
-    game 100 million tournaments take over a minute)."""
+    game 100 million tournaments take over a minute), ``progress(h, done, tournaments)`` within
+    each (see :func:`simulate`)."""
     sampler = ShowdownSampler.from_tensors(tensors)
     n = len(start)
     equilibrium_profile, model_profile = compact_profile(equilibrium_profile), compact_profile(model_profile)
     out = []
-    for h in range(n):
+    for h in (range(n) if heroes is None else heroes):
+        report = None if progress is None else (lambda done, total, h=h: progress(h, done, total))
         out.append(simulate(game, [equilibrium_profile, model_profile], [int(i == h) for i in range(n)], start,
-                            tournaments, _sub_seed(seed, h), sampler))
+                            tournaments, _sub_seed(seed, h), sampler, progress=report))
         if on_result is not None:
             on_result(h, out[-1])
     return out

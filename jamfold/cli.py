@@ -424,6 +424,155 @@ def cmd_state(args: argparse.Namespace) -> None:
               + f"  ({share:.1f}% of hands)")
 
 
+# ---------------------------------------------------------------- simulate
+MAX_CLI_TOURNAMENTS = 10**10
+"""The most tournaments `jamfold simulate` plays per seat (the configs' `simulation_tournaments` bound)."""
+
+
+def cmd_simulate(args: argparse.Namespace) -> None:
+    """Monte Carlo tournaments on the warehouse's solved profiles, from the game's start state or
+    ``--stacks``: everybody on the equilibrium (its simulated payoffs beside the solved values), or
+    one player on a model's strategies at each starting position in turn. Prints what the
+    simulation costs too (tournaments a second, hands a tournament, decisions and showdowns a hand),
+    the figure of issue #4's speed goal on a real profile."""
+    from engine.config import MAX_SIMULATION_SEED, position_names
+    from engine.equity_models import model_names
+
+    cfg = _game_config(args)
+    stacks = _whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)
+    n = len(stacks)
+    positions = list(position_names(n))
+    if not 1 <= args.tournaments <= MAX_CLI_TOURNAMENTS:
+        raise UsageError(f"--tournaments: must be a whole number from 1 to 10^10 (got {args.tournaments})")
+    if not 0 <= args.seed <= MAX_SIMULATION_SEED:
+        raise UsageError(f"--seed: must be from 0 to 10^12 (got {args.seed})")
+    models = model_names(cfg.fgs_depth)
+    if args.model is not None and args.model not in models:
+        raise UsageError(f"--model: game '{cfg.name}' has the models {', '.join(models)} (got {args.model!r})")
+    if args.hero is not None:
+        if args.model is None:
+            raise UsageError("--hero: needs --model (the hero is the player on the model's strategies)")
+        if args.hero not in positions:
+            raise UsageError(f"--hero: a position of the {n}-player start, one of {', '.join(positions)} "
+                             f"(got {args.hero!r})")
+    from tqdm import tqdm
+
+    from assets.ex_post import read_strategies
+    from assets.simulation import swept_models
+    from assets.solve import equilibrium_tensors
+    from engine.simulation import (ShowdownSampler, compact_profile, default_processes, pack_game, pack_profile,
+                                   simulate, simulate_against)
+    from engine.states import enumerate_states
+    from warehouse import db
+
+    path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
+    sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
+    with db.session(path, read_only=True) as con:
+        if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
+            raise UsageError(f"{_game_flag(args).split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
+                             f"(build it first: ./lab build {_game_flag(args)})")
+        solved = {k for (k,) in con.execute("SELECT DISTINCT players FROM equilibrium_values WHERE game = ?",
+                                             [cfg.name]).fetchall()}
+        missing = [k for k in sizes if k not in solved]
+        if missing:
+            raise UsageError(f"{_game_flag(args).split()[0]}: the simulation needs every layer's equilibrium; game "
+                             f"'{cfg.name}' has no {missing[0]}-player layer solved yet "
+                             f"(materialize solve_{missing[0]}p)")
+        if args.model is not None and args.model not in swept_models(con, cfg.name, cfg.players):
+            raise UsageError(f"--model: the warehouse holds no {args.model} strategies of game '{cfg.name}' for every "
+                             f"layer (its model sweep has not run: ./lab build {_game_flag(args)} without "
+                             f"--skip-models)")
+        values = [v for (v,) in con.execute(
+            """SELECT v.value FROM equilibrium_values v JOIN states s USING (game, players, state_id)
+               WHERE v.game = ? AND s.players = ? AND s.stacks = ? ORDER BY v.position""",
+            [cfg.name, n, stacks]).fetchall()]
+        if not args.json:
+            print(f"packing the hand trees of game '{cfg.name}' and reading its strategies …", file=sys.stderr)
+        game = pack_game(cfg.units, cfg.players, cfg.payouts, processes=default_processes())
+
+        def profile_of(model: str | None):  # compact: exact, about a tenth of the float32 rows
+            return compact_profile(pack_profile(game, {k: read_strategies(con, cfg.name, k, m, model)
+                                                       for k, m in sizes.items()}))
+
+        eq = profile_of(None)
+        model = None if args.model is None else profile_of(args.model)
+    sampler = ShowdownSampler.from_tensors(equilibrium_tensors(str(path), cfg))
+    heroes = [positions.index(args.hero)] if args.hero is not None else list(range(n))
+    seats = 1 if model is None else len(heroes)
+    simulate(game, [eq], [0] * n, stacks, 1, args.seed, sampler)  # compile (or load) the kernel before the clock
+    bar = tqdm(total=args.tournaments * seats, desc="tournaments", unit="t", unit_scale=True, file=sys.stderr,
+               disable=args.json)
+    t0 = time.perf_counter()
+    if model is None:
+        results = [simulate(game, [eq], [0] * n, stacks, args.tournaments, args.seed, sampler,
+                            progress=lambda done, total: bar.update(done - bar.n))]
+    else:
+        results = simulate_against(game, model, eq, stacks, args.tournaments, args.seed, sampler, heroes=heroes,
+                                   progress=lambda h, done, total: bar.update(
+                                       heroes.index(h) * total + done - bar.n))
+    bar.close()
+    wall = time.perf_counter() - t0
+    played = args.tournaments * len(results)
+    hands = sum(r.mean_hands for r in results) / len(results)
+    events = {k: sum(r.hand_events[k] for r in results) / len(results) for k in results[0].hand_events}
+    speed = {"tournaments_per_s": played / wall, "mean_hands": hands, "hand_events": events, "wall_s": wall}
+    _print_simulation(args, cfg, stacks, positions, values, results, heroes, speed)
+
+
+def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], positions: list[str], values: list[float],
+                      results: list, heroes: list[int], speed: dict) -> None:
+    """`jamfold simulate`'s report: a table per position (the control) or per hero seat (a model)."""
+    n = len(stacks)
+    if args.model is None:
+        res = results[0]
+        rows = [{"position": positions[p], "stack": stacks[p], "solved_value": values[p],
+                 "mean_payoff": float(res.mean[p]), "standard_error": float(res.se[p]),
+                 "z": float((res.mean[p] - values[p]) / res.se[p]) if res.se[p] > 0 else 0.0,
+                 "roi_pct": float(res.roi[p]), "finishing": res.finishing[p].tolist()} for p in range(n)]
+    else:
+        rows = [{"position": positions[h], "stack": stacks[h], "solved_value": values[h],
+                 "mean_payoff": float(r.mean[h]), "standard_error": float(r.se[h]), "roi_pct": float(r.roi[h]),
+                 "roi_se_pct": float(r.roi_se[h]), "finishing": r.finishing[h].tolist(), "seed": r.seed}
+                for h, r in zip(heroes, results)]
+    unfinished = sum(r.unfinished for r in results)
+    if args.json:
+        print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "model": args.model,
+                          "tournaments": args.tournaments, "seed": args.seed, "rows": rows,
+                          "unfinished": unfinished, **speed}))
+        return
+    who = "everybody on the equilibrium" if args.model is None else \
+        f"one player on {args.model}'s strategies (the hero), the others on the equilibrium"
+    print(f"game '{cfg.name}': {args.tournaments:,} tournaments{'' if args.model is None else ' per hero seat'} from "
+          f"{stacks} (units), seed {args.seed}; {who}")
+    places = " ".join(f"{'P' + str(q + 1):>6}" for q in range(n))
+    if args.model is None:
+        print(f"{'pos':>4} {'stack':>6} {'solved $':>10} {'simulated $':>12} {'± SE':>8} {'z':>6} {'ROI %':>8} "
+              + places)
+        for r in rows:
+            print(f"{r['position']:>4} {r['stack']:>6} {r['solved_value']:>10.4f} {r['mean_payoff']:>12.4f} "
+                  f"{r['standard_error']:>8.4f} {r['z']:>6.2f} {r['roi_pct']:>8.3f} "
+                  + " ".join(f"{x:6.3f}" for x in r["finishing"]))
+    else:
+        print(f"{'hero':>4} {'stack':>6} {'eq. value $':>11} {'hero $':>9} {'± SE':>8} {'ROI %':>8} {'± SE':>7} "
+              + places)
+        for r in rows:
+            print(f"{r['position']:>4} {r['stack']:>6} {r['solved_value']:>11.4f} {r['mean_payoff']:>9.4f} "
+                  f"{r['standard_error']:>8.4f} {r['roi_pct']:>8.3f} {r['roi_se_pct']:>7.3f} "
+                  + " ".join(f"{x:6.3f}" for x in r["finishing"]))
+    ev = speed["hand_events"]
+    print(f"speed: {speed['tournaments_per_s']:,.0f} tournaments a second on {numba_threads()} threads "
+          f"({speed['wall_s']:.1f} s); {speed['mean_hands']:.2f} hands a tournament, each with "
+          f"{ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way and {ev['three_way']:.3f} three-way showdowns"
+          + (f"; {unfinished:,} tournaments stopped at the hand cap" if unfinished else ""))
+
+
+def numba_threads() -> int:
+    """Threads the simulation kernel runs on."""
+    import numba
+
+    return numba.get_num_threads()
+
+
 def _whole_stacks(values: list[str], cfg) -> list[int]:
     out = []
     for v in values:
@@ -518,6 +667,28 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
                          "places; null until the layer's finishing_<n>p is materialized), exploitability ($), nodes")
     st.set_defaults(func=cmd_state)
+
+    sm = sub.add_parser("simulate", help="Monte Carlo tournaments on the warehouse's solved profiles: the equilibrium "
+                                         "against its solved values, or a model's player at each seat; with the "
+                                         "simulation's speed")
+    g4 = sm.add_mutually_exclusive_group()
+    g4.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
+    g4.add_argument("--config", help="TOML game config file")
+    sm.add_argument("--stacks", nargs="+", metavar="UNITS",
+                    help="start stacks in acting order (default: the game's start)")
+    sm.add_argument("--model", help="the hero's strategies: harville, weitzman, roberts or FGS-1 … FGS-D "
+                                    "(default: everybody on the equilibrium)")
+    sm.add_argument("--hero", metavar="POSITION", help="with --model: only this starting position (e.g. BU); "
+                                                       "default every position in turn")
+    sm.add_argument("--tournaments", type=int, default=1_000_000, help="tournaments per seat (default 1,000,000)")
+    sm.add_argument("--seed", type=int, default=1, help="random seed (default 1); a hero seat h plays the stream of "
+                                                        "the seed's h-th sub-seed")
+    sm.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
+    sm.add_argument("--json", action="store_true",
+                    help="keys: game, stacks, positions, model, tournaments, seed, rows (per position or hero seat: "
+                         "solved_value and mean_payoff $, standard_error, roi_pct, finishing), unfinished, "
+                         "tournaments_per_s, mean_hands, hand_events, wall_s")
+    sm.set_defaults(func=cmd_simulate)
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "
                                     "materialized): e.g. the layers solved so far while a long build runs")

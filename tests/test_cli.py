@@ -90,6 +90,15 @@ def test_equity_human_output(capsys):
     (["build", "--profile", "quick", "--payouts", "nan"], "payouts: must be finite numbers"),
     (["build", "--config", ""], "config: is empty"),
     (["state", "--config", "", "--stacks", "2", "2", "2", "2", "2"], "config: is empty"),
+    (["simulate", "--profile", "quick", "--tournaments", "0"], "--tournaments: must be a whole number from 1 to 10^10"),
+    (["simulate", "--profile", "quick", "--seed", "-5"], "--seed: must be from 0 to 10^12"),
+    (["simulate", "--profile", "quick", "--model", "icm"], "--model: game 'quick' has the models harville, weitzman"),
+    (["simulate", "--profile", "quick", "--hero", "BU"], "--hero: needs --model"),
+    (["simulate", "--profile", "quick", "--model", "harville", "--hero", "UTG"],
+     "--hero: a position of the 5-player start, one of HJ, CO, BU, SB, BB"),
+    (["simulate", "--profile", "quick", "--stacks", "4", "4"], "--stacks: stacks must sum to the game's units (10)"),
+    (["simulate", "--profile", "nope"], "profile: unknown profile"),
+    (["simulate", "--profile", "gs08", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
 ])
 def test_bad_input_exits_2_with_message(capsys, argv, needle):
     code, _, err = run(capsys, *argv)
@@ -282,6 +291,51 @@ def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tm
     code, out, _ = run(capsys, *args)
     assert code == 0 and "finishing probabilities: not computed yet (materialize finishing_3p)" in out
     assert "P1" not in out and "BU after nobody jammed" in out
+
+
+def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build):
+    """`jamfold simulate` on the tiny build: everybody on the equilibrium agrees with the solved
+    values within 4 standard errors; a model's hero at one seat gets one row; the speed is reported."""
+    base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
+    code, out, err = run(capsys, *base, "--tournaments", "40000", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["positions"] == ["BU", "SB", "BB"] and data["stacks"] == [2, 2, 2] and data["model"] is None
+    assert [r["position"] for r in data["rows"]] == ["BU", "SB", "BB"]
+    assert sum(r["solved_value"] for r in data["rows"]) == pytest.approx(100)
+    assert all(abs(r["z"]) < 4 and r["standard_error"] > 0 for r in data["rows"])
+    assert np.allclose([sum(r["finishing"]) for r in data["rows"]], 1) and data["unfinished"] == 0
+    assert data["tournaments_per_s"] > 0 and data["mean_hands"] > 1 and data["hand_events"]["decisions"] > 0
+    code, out, err = run(capsys, *base, "--tournaments", "20000", "--model", "harville", "--hero", "SB",
+                         "--stacks", "3", "2", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["model"] == "harville" and data["stacks"] == [3, 2, 1] and len(data["rows"]) == 1
+    row = data["rows"][0]
+    assert row["position"] == "SB" and abs(row["mean_payoff"] - row["solved_value"]) < 10 * row["standard_error"] + 1
+    code, out, _ = run(capsys, *base, "--tournaments", "5000", "--model", "harville")
+    assert code == 0 and "one player on harville's strategies" in out and "tournaments a second" in out
+    assert all(f"\n{pos:>4} " in out for pos in ("BU", "SB", "BB"))
+
+
+def test_simulate_names_what_the_warehouse_lacks(capsys, tiny_build, tmp_path):
+    """A model whose sweep is not stored, or a layer not solved yet, is refused with exit status 2
+    before any tournament is played."""
+    import shutil
+
+    import duckdb
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(warehouse), "--tournaments", "1000")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM model_sweeps WHERE game = 'tiny' AND model = 'weitzman'")
+    code, _, err = run(capsys, *base, "--model", "weitzman")
+    assert code == 2 and "--model: the warehouse holds no weitzman strategies of game 'tiny'" in err
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM equilibrium_values WHERE game = 'tiny' AND players = 3")
+    code, _, err = run(capsys, *base)
+    assert code == 2 and "has no 3-player layer solved yet (materialize solve_3p)" in err and "Traceback" not in err
 
 
 def _record(level, message, kind=None, step="solve_3p", data=None):
@@ -659,7 +713,7 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
     from jamfold.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "site", "build", "progress"}
+    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "simulate", "site", "build", "progress"}
     listed = {c.dest: c.help for c in sub._choices_actions}
     for name, parser in sub.choices.items():
         assert parser.description and parser.description.rstrip(".").lower() == listed[name].lower(), name
