@@ -14,6 +14,7 @@ those of a run never interrupted.
 """
 
 import time
+from collections.abc import Callable
 
 import dagster as dg
 import numpy as np
@@ -71,6 +72,33 @@ def _match_frame(matches: list[dict]) -> pd.DataFrame:
     if matches:
         return pd.DataFrame(matches)
     return pd.DataFrame(columns=[c for c in TABLES["direct_matches"].column_names if c != "game"])
+
+
+PROGRESS_EVERY_S = 60.0
+"""Seconds between two progress lines within one hero seat's tournaments (the `thesis` game plays
+100 million a seat, about 2.5 minutes on 2 cores)."""
+
+
+def tournament_progress(log: Callable[[str], None], what: str, every_s: float = PROGRESS_EVERY_S,
+                        clock: Callable[[], float] = time.perf_counter) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` for :func:`engine.simulation.simulate` that logs ``what``'s
+    tournaments done, of all, with the time so far and the time left at that rate, at most every
+    ``every_s`` seconds and never for the last chunk (the seat's result line follows it). The clock
+    starts at the call with ``done`` 0, which ``simulate`` makes before its first tournament."""
+    t0 = [clock()]
+    last = [t0[0]]
+
+    def report(done: int, total: int) -> None:
+        now = clock()
+        if done == 0:
+            t0[0] = last[0] = now
+        elif done < total and now - last[0] >= every_s:
+            last[0] = now
+            left = (now - t0[0]) / done * (total - done)
+            log(f"{what}: {done:,} of {total:,} tournaments ({100 * done / total:.0f} %), {now - t0[0]:.0f} s so far, "
+                f"about {left:.0f} s left")
+
+    return report
 
 
 def _speed(played: list[float], kept: list[float]) -> dict:
@@ -140,8 +168,11 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                                  f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
                                  f"and {ev['three_way']:.3f} three-way showdowns")
 
+            clocks = {h: tournament_progress(context.log.info, f"{model} vs equilibrium, hero {names[h]}")
+                      for h in range(cfg.players)}
             for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors,
-                                                     on_result=hero_done)):
+                                                     on_result=hero_done,
+                                                     progress=lambda h, done, total: clocks[h](done, total))):
                 unit["rows"].append({"model": model, "hero_position": h, "hero_seat": names[h],
                                      "mean_payoff": res.mean[h], "standard_error": res.se[h], "roi_pct": res.roi[h],
                                      "roi_se_pct": res.roi_se[h], "finishing": list(res.finishing[h]),

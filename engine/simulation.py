@@ -494,8 +494,8 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     forever) are stopped: their remaining players get $0 and no place, and ``unfinished`` counts
     them. Reproducible: the result depends only on (seed, tournaments), not on the number of numba
     threads. Runs on all numba threads (``numba.set_num_threads``). ``progress(done, total)``, if
-    given, is called after every :data:`PROGRESS_CHUNK` tournaments (played chunk by chunk, with
-    the same result as in one piece).
+    given, is called with ``done`` 0 before the first tournament and after every
+    :data:`PROGRESS_CHUNK` tournaments (played chunk by chunk, with the same result as in one piece).
     """
     start = tuple(int(x) for x in start)
     n = len(start)
@@ -524,6 +524,8 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     events = np.zeros((nb, 3), np.int64)
     t0 = time.perf_counter()
     step = nb if progress is None else PROGRESS_CHUNK // kernel.BLOCK
+    if progress is not None:
+        progress(0, tournaments)
     for lo in range(0, nb, step):
         hi = min(nb, lo + step)
         kernel.simulate_blocks(np.int64(g), np.array(seat_profile, np.int64), rows, thresholds,

@@ -919,3 +919,19 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
     ticker = {**ticker, "done": 12_000, "states": 135_751, "wall_s": 1_500.0, "left_s": 30_000.0}
     assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 12,000/135,751 states done, 25 min, "
                                               "about 8.3 h left in it")
+
+
+def test_a_seats_long_simulation_logs_its_progress_at_most_every_minute():
+    """`simulations` logs a hero seat's tournaments done at most every PROGRESS_EVERY_S seconds, with
+    the time left at the rate so far, counted from the seat's own start, and not for the last chunk."""
+    from assets.simulation import tournament_progress
+
+    now = [1000.0]
+    lines = []
+    report = tournament_progress(lines.append, "harville vs equilibrium, hero BU", every_s=60.0, clock=lambda: now[0])
+    now[0] = 1500.0  # the seats before this one took 500 s
+    report(0, 100)
+    for done, t in ((20, 1530.0), (40, 1560.0), (60, 1590.0), (80, 1610.0), (100, 1700.0)):
+        now[0] = t
+        report(done, 100)
+    assert lines == ["harville vs equilibrium, hero BU: 40 of 100 tournaments (40 %), 60 s so far, about 90 s left"]
