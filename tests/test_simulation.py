@@ -365,6 +365,31 @@ def test_played_in_chunks_with_progress_the_results_are_those_of_one_piece(game,
     assert whole.hand_events == chunked.hand_events and whole.unfinished == chunked.unfinished
 
 
+def test_a_profile_given_twice_is_stacked_once_and_plays_the_same_tournaments(game, eq, sampler, monkeypatch):
+    """The control (the equilibrium against itself) hands the kernel one copy of the profile's rows,
+    not two; the tournaments are those of two distinct copies."""
+    import engine.simulation as simulation
+
+    copy = CompactProfile(*(a.copy() for a in vars(compact_profile(eq)).values()))
+    same = compact_profile(eq)
+    stacked = []
+    kernel_call = simulation.kernel.simulate_blocks
+
+    def recording(*args):
+        stacked.append((args[2].shape[0], tuple(args[1])))
+        return kernel_call(*args)
+
+    monkeypatch.setattr(simulation.kernel, "simulate_blocks", recording)
+    twice = simulate(game, [same, copy], [0, 1, 0], START, 20_000, seed=3, tensors=sampler)
+    once = simulate(game, [same, same], [0, 1, 0], START, 20_000, seed=3, tensors=sampler)
+    heroes = simulate_against(game, eq, eq, START, 20_000, seed=3, tensors=sampler)
+    rows = game.total_nodes
+    assert stacked[0] == (2 * rows, (0, 1, 0)) and stacked[1] == (rows, (0, 0, 0))
+    assert all(entry == (rows, (0, 0, 0)) for entry in stacked[2:]) and len(stacked) == 2 + len(START)
+    assert np.array_equal(twice.mean, once.mean) and np.array_equal(twice.finishing, once.finishing)
+    assert once.seat_profile == (0, 1, 0) and len(heroes) == len(START)
+
+
 def test_integer_profiles_play_pure_strategies_exactly(game, solved, eq, sampler):
     strategies = {n: [np.ones_like(s) if s0 % 2 else (s > 0.5).astype(float) for s0, s in enumerate(layer.strategy)]
                   for n, layer in solved.items()}  # a pure profile: rounded equilibrium, some states always jam
