@@ -52,3 +52,24 @@ def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instru
     rows = hot_instructions(Counter({0x1004: 7, 0x1013: 2, 0x5000: 9}), listing)
     assert rows == [(0x1000, 0, "mov (%rdi,%rax,8),%rax"), (0x1004, 7, "mov %rax,0x8(%rsp)"),
                     (0x1009, 0, "movabs $0x7fa3b1cdd970,%rcx"), (0x1013, 2, "ret")]
+
+
+def test_annotate_refuses_bad_arguments_naming_them(tmp_path, capsys):
+    import pytest
+
+    from engine.perf_map import main
+
+    data = tmp_path / "perf.data"
+    data.write_bytes(b"")
+    empty, dumps = tmp_path / "empty", tmp_path / "dumps"
+    empty.mkdir()
+    dumps.mkdir()
+    (dumps / "1000.bin").write_bytes(b"\xc3")
+    cases = [(["annotate", str(tmp_path / "none.data"), str(dumps)], "perf_data: no such file"),
+             (["annotate", str(data), str(empty)], f"code_folder: {empty} holds no dumps"),
+             (["annotate", str(data), str(dumps), "--top", "0"], "--top must be at least 1 (got 0)")]
+    for argv, needle in cases:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert needle in capsys.readouterr().err
