@@ -5,6 +5,7 @@ from collections import Counter
 
 import numba as nb
 import numpy as np
+import pytest
 
 from engine.perf_map import compiled_functions, dump_code, hot_instructions, write_perf_map
 
@@ -55,8 +56,6 @@ def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instru
 
 
 def test_annotate_refuses_bad_arguments_naming_them(tmp_path, capsys):
-    import pytest
-
     from engine.perf_map import main
 
     data = tmp_path / "perf.data"
