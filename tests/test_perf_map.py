@@ -44,7 +44,9 @@ def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instru
         address = int(dump.stem, 16)
         assert "_doubled_sum_for_the_perf_map" in starts[address]
         code = dump.read_bytes()
-        assert 0 < len(code) <= 1 << 16 and code == ctypes.string_at(address, len(code))
+        # its first bytes are the function's own code (past the function, up to the cap, memory may
+        # hold data that changes)
+        assert 0 < len(code) <= 1 << 16 and code[:64] == ctypes.string_at(address, min(64, len(code)))
     listing = ["   1000:\t48 8b 04 c7          \tmov    (%rdi,%rax,8),%rax",
                "   1004:\t48 89 44 24 08       \tmov    %rax,0x8(%rsp)",
                "   1009:\t48 b9 70 d9 cd b1 a3 \tmovabs $0x7fa3b1cdd970,%rcx",
