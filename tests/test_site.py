@@ -563,6 +563,7 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
                                           np.sqrt(np.sum(np.square(b_se))) / 6], rtol=1e-12)
     assert view[3] == 2 ** 3 - 2
     assert f"{view[0]:.4f}" in html
+    assert "<code>./lab jamfold simulate</code>" in html  # where to play more of them
 
 
 def test_every_model_line_gets_its_own_colour():

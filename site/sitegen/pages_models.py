@@ -368,4 +368,8 @@ matches (`direct_match_summary`) and their seatings (`direct_matches`):
 {query_block(depth_sql)}
 {query_block(matches_sql)}
 {query_block(f"SELECT * FROM direct_matches WHERE game = '{game}' ORDER BY model_a, a_players")}
+
+More tournaments of your own on the stored strategies — from other stacks, with another seed or
+count, one model's hero at one seat — and what they cost (tournaments a second, hands a tournament):
+`./lab jamfold simulate` with the game's `--profile` or `--config` (`--help` lists its options).
 """
