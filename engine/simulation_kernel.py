@@ -48,8 +48,8 @@ interleaving 8 tournaments per thread with software prefetches, deciding an open
 one draw against his row's P(jam) and dealing only a jammer's hand (4–33 % slower: the jammer's
 hand, drawn by rejection from his range, costs as many deals as dealing every open actor, and the
 extra jam-or-not branch is as unpredictable as the deal's), and prefetching a hand's profile rows
-and outcome records when its state is read (within the machine's noise; PERFORMANCE.md, "The
-simulation"). ``perf`` (``./lab bench simulation --perf-map``) puts about 40 % of the loop's
+and outcome records when its state is read (within the machine's noise), and 32-byte rows with the
+mixed classes in a side table (half the bytes, no faster; PERFORMANCE.md, "The simulation"). ``perf`` (``./lab bench simulation --perf-map``) puts about 40 % of the loop's
 samples on four loads: the profile row (about a fifth), the outcome record, the next state's
 record and ``win2``. Tied eliminations are placed
 with a scratch buffer of the block: allocating one per tie cost 10 % more time on the 15-unit
