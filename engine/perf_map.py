@@ -119,6 +119,8 @@ def annotate(perf_data: str | Path, code_folder: str | Path, top: int = 25, cont
     samples = Counter(int(tok, 16) for tok in script.split())
     total = sum(samples.values())
     print(f"{total:,} samples in {perf_data}")
+    if not total:
+        return
     for dump in sorted(Path(code_folder).glob("*.bin")):
         start = int(dump.stem, 16)
         listing = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
@@ -155,7 +157,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"code_folder: {args.code_folder} holds no dumps (<address>.bin from dump_code)")
     if args.top < 1:
         parser.error(f"--top must be at least 1 (got {args.top})")
-    annotate(args.perf_data, args.code_folder, args.top)
+    try:
+        annotate(args.perf_data, args.code_folder, args.top)
+    except FileNotFoundError as exc:  # perf or objdump not installed
+        parser.error(f"needs {exc.filename} on the PATH (Debian: linux-perf, binutils)")
+    except subprocess.CalledProcessError as exc:
+        why = (exc.stderr or "").strip().splitlines()
+        parser.error(f"{' '.join(exc.cmd[:2])} failed: {why[-1] if why else exc}")
 
 
 if __name__ == "__main__":
