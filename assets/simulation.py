@@ -31,7 +31,8 @@ from assets.solve import LAYER_ASSETS, equilibrium_tensors
 from engine.config import position_names
 from engine.equity_models import model_names
 from engine.memory import release_free_memory
-from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate_against
+from engine.simulation import (ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate,
+                               simulate_against)
 from engine.states import enumerate_states
 from warehouse import db
 from warehouse.schema import TABLES
@@ -160,6 +161,8 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         kept = unit is not None
         if unit is None:
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
+            if not speeds:  # the first seat played: compile (or load) the kernel before its clock starts
+                simulate(packed, [eq], [0] * cfg.players, cfg.start, 1, seed, tensors)
             def hero_done(h: int, res) -> None:  # called within this model's iteration
                 ev = res.hand_events
                 context.log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
