@@ -252,7 +252,8 @@ def pack_game(units: int, players: int, payouts: Sequence[float], processes: int
 
     Builds each state's :func:`engine.hand.hand_tree` (≈ 0.3 ms per state; the 45-unit
     5-player game has 149,985 states). ``processes`` > 1 builds chunks of ``chunk`` states in
-    worker processes.
+    worker processes, when the game has more than ``chunk`` states (starting a worker process
+    takes seconds: longer than packing a small game).
     """
     payouts = tuple(float(x) for x in payouts)
     structures = _structures(players, payouts)
@@ -289,7 +290,7 @@ def pack_game(units: int, players: int, payouts: Sequence[float], processes: int
         layer_start[n + 1] = layer_start[n] + math.comb(units - 1, n - 1)
     jobs = [(units, n, lo, min(lo + chunk, math.comb(units - 1, n - 1)), players, payouts)
             for n in range(2, players + 1) for lo in range(0, math.comb(units - 1, n - 1), chunk)]
-    if processes > 1 and len(jobs) > 1:
+    if processes > 1 and len(jobs) > 1 and layer_start[players + 1] > chunk:
         with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
             parts = list(pool.map(_pack_states_job, jobs))
     else:
