@@ -524,42 +524,42 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
                       results: list, heroes: list[int], speed: dict) -> None:
     """`jamfold simulate`'s report: a table per position (the control) or per hero seat (a model)."""
     n = len(stacks)
-    if args.model is None:
-        res = results[0]
-        rows = [{"position": positions[p], "stack": stacks[p], "solved_value": values[p],
-                 "mean_payoff": float(res.mean[p]), "standard_error": float(res.se[p]),
-                 "z": float((res.mean[p] - values[p]) / res.se[p]) if res.se[p] > 0 else 0.0,
-                 "roi_pct": float(res.roi[p]), "finishing": res.finishing[p].tolist()} for p in range(n)]
-    else:
-        rows = [{"position": positions[h], "stack": stacks[h], "solved_value": values[h],
-                 "mean_payoff": float(r.mean[h]), "standard_error": float(r.se[h]), "roi_pct": float(r.roi[h]),
-                 "roi_se_pct": float(r.roi_se[h]), "finishing": r.finishing[h].tolist(), "seed": r.seed}
-                for h, r in zip(heroes, results)]
+    control = args.model is None
+    rows = []
+    for p, r in ([(p, results[0]) for p in range(n)] if control else zip(heroes, results)):
+        row = {"position": positions[p], "stack": stacks[p], "solved_value": values[p],
+               "mean_payoff": float(r.mean[p]), "standard_error": float(r.se[p])}
+        if control:
+            row["z"] = float((r.mean[p] - values[p]) / r.se[p]) if r.se[p] > 0 else 0.0
+        row["roi_pct"] = float(r.roi[p])
+        if not control:
+            row["roi_se_pct"] = float(r.roi_se[p])
+        row["finishing"] = r.finishing[p].tolist()
+        if not control:
+            row["seed"] = r.seed
+        rows.append(row)
     unfinished = sum(r.unfinished for r in results)
     if args.json:
         print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "model": args.model,
                           "tournaments": args.tournaments, "seed": args.seed, "rows": rows,
                           "unfinished": unfinished, **speed}))
         return
-    who = "everybody on the equilibrium" if args.model is None else \
+    who = "everybody on the equilibrium" if control else \
         f"one player on {args.model}'s strategies (the hero), the others on the equilibrium"
-    print(f"game '{cfg.name}': {args.tournaments:,} tournaments{'' if args.model is None else ' per hero seat'} from "
+    print(f"game '{cfg.name}': {args.tournaments:,} tournaments{'' if control else ' per hero seat'} from "
           f"{stacks} (units), seed {args.seed}; {who}")
-    places = " ".join(f"{'P' + str(q + 1):>6}" for q in range(n))
-    if args.model is None:
-        print(f"{'pos':>4} {'stack':>6} {'solved $':>10} {'simulated $':>12} {'± SE':>8} {'z':>6} {'ROI %':>8} "
-              + places)
-        for r in rows:
-            print(f"{r['position']:>4} {r['stack']:>6} {r['solved_value']:>10.4f} {r['mean_payoff']:>12.4f} "
-                  f"{r['standard_error']:>8.4f} {r['z']:>6.2f} {r['roi_pct']:>8.3f} "
-                  + " ".join(f"{x:6.3f}" for x in r["finishing"]))
-    else:
-        print(f"{'hero':>4} {'stack':>6} {'eq. value $':>11} {'hero $':>9} {'± SE':>8} {'ROI %':>8} {'± SE':>7} "
-              + places)
-        for r in rows:
-            print(f"{r['position']:>4} {r['stack']:>6} {r['solved_value']:>11.4f} {r['mean_payoff']:>9.4f} "
-                  f"{r['standard_error']:>8.4f} {r['roi_pct']:>8.3f} {r['roi_se_pct']:>7.3f} "
-                  + " ".join(f"{x:6.3f}" for x in r["finishing"]))
+    # (header, row key, width, format) of each column before the finishing probabilities
+    columns = ([("pos", "position", 4, ""), ("stack", "stack", 6, ""), ("solved $", "solved_value", 10, ".4f"),
+                ("simulated $", "mean_payoff", 12, ".4f"), ("± SE", "standard_error", 8, ".4f"),
+                ("z", "z", 6, ".2f"), ("ROI %", "roi_pct", 8, ".3f")] if control else
+               [("hero", "position", 4, ""), ("stack", "stack", 6, ""), ("eq. value $", "solved_value", 11, ".4f"),
+                ("hero $", "mean_payoff", 9, ".4f"), ("± SE", "standard_error", 8, ".4f"),
+                ("ROI %", "roi_pct", 8, ".3f"), ("± SE", "roi_se_pct", 7, ".3f")])
+    print(" ".join(f"{head:>{width}}" for head, _, width, _ in columns) + " "
+          + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n)))
+    for r in rows:
+        print(" ".join(f"{r[key]:>{width}{fmt}}" for _, key, width, fmt in columns) + " "
+              + " ".join(f"{x:6.3f}" for x in r["finishing"]))
     ev = speed["hand_events"]
     print(f"speed: {speed['tournaments_per_s']:,.0f} tournaments a second on {numba_threads()} threads "
           f"({speed['wall_s']:.1f} s); {speed['mean_hands']:.2f} hands a tournament, each with "
