@@ -510,11 +510,13 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     # a profile given twice (the equilibrium against itself: the control) is stacked once, the same
     # decisions from half the rows (the `thesis` control played 0.47 million tournaments a second
     # stacked twice, 0.54-0.60 million alone)
-    unique: dict[int, int] = {}
+    index: dict[int, int] = {}  # id of a given profile -> its place among the distinct ones
+    compact = []
     for p in profiles:
-        unique.setdefault(id(p), len(unique))
-    compact = [compact_profile(p) for p in {id(p): p for p in profiles}.values()]
-    kernel_seats = np.array([unique[id(profiles[i])] for i in seat_profile], np.int64)
+        if id(p) not in index:
+            index[id(p)] = len(compact)
+            compact.append(compact_profile(p))
+    kernel_seats = np.array([index[id(profiles[i])] for i in seat_profile], np.int64)
     for p in compact:
         if p.shape != (game.total_nodes, NC):
             raise ValueError(f"profiles must have shape {(game.total_nodes, NC)} (pack_profile); got {p.shape}")
@@ -565,6 +567,13 @@ def _sub_seed(seed: int, k: int) -> int:
     return (int(seed) * 1_000_003 + k) % 2 ** 64
 
 
+def _compact_pair(a: Profile, b: Profile) -> tuple[CompactProfile, CompactProfile]:
+    """Both profiles compacted once for a series of simulations; one object when they are the same
+    profile (the equilibrium against itself), which :func:`simulate` then stacks once."""
+    ca = compact_profile(a)
+    return ca, ca if b is a else compact_profile(b)
+
+
 def simulate_against(game: PackedGame, model_profile: Profile, equilibrium_profile: Profile,
                      start: Sequence[int], tournaments: int, seed: int, tensors: Tensors,
                      on_result: Callable[[int, SimulationResult], None] | None = None,
@@ -579,9 +588,7 @@ def simulate_against(game: PackedGame, model_profile: Profile, equilibrium_profi
     each (see :func:`simulate`)."""
     sampler = ShowdownSampler.from_tensors(tensors)
     n = len(start)
-    same = model_profile is equilibrium_profile  # the control: stacked once by simulate
-    equilibrium_profile = compact_profile(equilibrium_profile)
-    model_profile = equilibrium_profile if same else compact_profile(model_profile)
+    equilibrium_profile, model_profile = _compact_pair(equilibrium_profile, model_profile)
     out = []
     for h in (range(n) if heroes is None else heroes):
         report = None if progress is None else (lambda done, total, h=h: progress(h, done, total))
@@ -616,9 +623,7 @@ def direct_match(game: PackedGame, profile_a: Profile, profile_b: Profile, start
     as each seating finishes (2^n − 2 of them: a progress line)."""
     sampler = ShowdownSampler.from_tensors(tensors)
     n = len(start)
-    same = profile_a is profile_b  # a profile against itself: stacked once by simulate
-    profile_a = compact_profile(profile_a)
-    profile_b = profile_a if same else compact_profile(profile_b)
+    profile_a, profile_b = _compact_pair(profile_a, profile_b)
     out = []
     for mask in range(1, 2 ** n - 1):
         seats = [0 if mask >> i & 1 else 1 for i in range(n)]

@@ -560,18 +560,13 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
     for r in rows:
         print(" ".join(f"{r[key]:>{width}{fmt}}" for _, key, width, fmt in columns) + " "
               + " ".join(f"{x:6.3f}" for x in r["finishing"]))
+    import numba
+
     ev = speed["hand_events"]
-    print(f"speed: {speed['tournaments_per_s']:,.0f} tournaments a second on {numba_threads()} threads "
+    print(f"speed: {speed['tournaments_per_s']:,.0f} tournaments a second on {numba.get_num_threads()} threads "
           f"({speed['wall_s']:.1f} s); {speed['mean_hands']:.2f} hands a tournament, each with "
           f"{ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way and {ev['three_way']:.3f} three-way showdowns"
           + (f"; {unfinished:,} tournaments stopped at the hand cap" if unfinished else ""))
-
-
-def numba_threads() -> int:
-    """Threads the simulation kernel runs on."""
-    import numba
-
-    return numba.get_num_threads()
 
 
 def _whole_stacks(values: list[str], cfg) -> list[int]:
