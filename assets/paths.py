@@ -62,5 +62,11 @@ def match_unit(model: str) -> str:
 
 def simulation_parameters(cfg: GameConfig) -> dict:
     """What the simulated units in ``.cache/simulations/`` are stamped with besides the fingerprints
-    of the strategies they play: tournaments per seating, the series' seed and the start state."""
+    of the strategies they play: tournaments per hero seat, the series' seed and the start state."""
     return {"tournaments": cfg.simulation_tournaments, "seed": cfg.simulation_seed, "start": list(cfg.start)}
+
+
+def match_parameters(cfg: GameConfig) -> dict:
+    """The same for the direct matches' units, stamped with the tournaments per seating of a match
+    (:attr:`GameConfig.match_tournaments`; the hero seats' count where the config sets none)."""
+    return {**simulation_parameters(cfg), "tournaments": cfg.match_tournaments}

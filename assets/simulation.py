@@ -24,7 +24,7 @@ from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.paths import cache_dir, hero_unit, match_unit, simulation_parameters
+from assets.paths import cache_dir, hero_unit, match_parameters, match_unit, simulation_parameters
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_key
 from assets.solve import LAYER_ASSETS, equilibrium_tensors
@@ -140,15 +140,19 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(sizes.values())} states in "
                      f"{time.perf_counter() - t0:.1f} s")
     names = position_names(cfg.players)
-    T, seed = cfg.simulation_tournaments, cfg.simulation_seed
+    # tournaments per hero seat and per seating of a direct match
+    T, M, seed = cfg.simulation_tournaments, cfg.match_tournaments, cfg.simulation_seed
     # each model's tournaments are a unit kept across an interrupt (same strategies, the equilibrium
     # the others play included, counts and seeds); the control's depend on the equilibrium alone, so
-    # a `--skip-models` build (no sweep stored) keeps them, and the sweeps after it do not replay them
+    # a `--skip-models` build (no sweep stored) keeps them, and the sweeps after it do not replay them;
+    # a direct match's unit is stamped with its own tournament count
     with warehouse.connect() as con:
-        played_on = {"equilibrium": equilibrium_fingerprint(con, cfg.name), **simulation_parameters(cfg)}
+        equilibrium = equilibrium_fingerprint(con, cfg.name)
         swept = strategies_fingerprint(con, cfg)
+    played_on = {"equilibrium": equilibrium, **simulation_parameters(cfg)}
     folder = cache_dir("simulations", game_key(cfg))
     control, done = UnitCheckpoint(folder, played_on), UnitCheckpoint(folder, {"model_strategies": swept, **played_on})
+    matched = UnitCheckpoint(folder, {"model_strategies": swept, "equilibrium": equilibrium, **match_parameters(cfg)})
     rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
     # seeds by each model's place among the configured ones, so a model plays the same tournaments
@@ -197,7 +201,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     for k, model in enumerate(m for m in configured if m != "harville"):
         if model not in profiles or "harville" not in profiles:
             continue
-        unit = done.load(match_unit(model))
+        unit = matched.load(match_unit(model))
         if unit is None:
             unit = {"matches": [], "sum_err": 0.0}
             def seating_done(seating) -> None:  # within this model's iteration; seatings in mask order
@@ -206,7 +210,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                                  f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in "
                                  f"{seating.result.wall_s:.1f} s")
 
-            for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, T,
+            for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, M,
                                         seed + 77_000 + 1000 * k, tensors, on_seating=seating_done):
                 a, n = len(seating.a_seats), cfg.players
                 unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
@@ -214,8 +218,8 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                                         "a_positions": [names[i] for i in seating.a_seats], "a_players": a,
                                         "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
                                         "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
-                                        "tournaments": T, "seed": seating.result.seed})
-            done.save(match_unit(model), unit)
+                                        "tournaments": M, "seed": seating.result.seed})
+            matched.save(match_unit(model), unit)
         matches += unit["matches"]
         sum_err = max(sum_err, unit["sum_err"])
     with warehouse.connect() as con:
@@ -239,7 +243,8 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                             metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err, "seatings_played": len(matches)}),
     ]
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "tournaments_per_seating": T, "seed": seed, "rows_simulation": n_sim,
-                  "rows_direct_matches": n_match, "models_not_simulated": pending, **_speed(speeds, kept_speeds),
+        metadata={"game": cfg.name, "tournaments_per_hero_seat": T, "tournaments_per_match_seating": M, "seed": seed,
+                  "rows_simulation": n_sim, "rows_direct_matches": n_match, "models_not_simulated": pending,
+                  **_speed(speeds, kept_speeds),
                   "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
         check_results=checks)

@@ -311,7 +311,8 @@ def _has_overrides(args: argparse.Namespace) -> bool:
     return any(getattr(args, k, None) is not None for k in _OVERRIDES)
 
 
-_OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "simulation_tournaments", "simulation_seed")
+_OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "simulation_tournaments",
+              "direct_match_tournaments", "simulation_seed")
 
 
 def _config_from_args(args: argparse.Namespace):
@@ -624,7 +625,10 @@ def _add_game_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=int, nargs="+", metavar="UNITS",
                         help="stacks of the start state, in acting order")
     parser.add_argument("--fgs-depth", type=int, help="deepest FGS model (FGS-1 … FGS-D)")
-    parser.add_argument("--simulation-tournaments", type=int, help="Monte Carlo tournaments per seating")
+    parser.add_argument("--simulation-tournaments", type=int,
+                        help="Monte Carlo tournaments per hero seat (a model against the equilibrium)")
+    parser.add_argument("--direct-match-tournaments", type=int,
+                        help="Monte Carlo tournaments per seating of a direct match (0: as --simulation-tournaments)")
     parser.add_argument("--simulation-seed", type=int, help="random seed of the simulations")
 
 

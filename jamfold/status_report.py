@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_unit, simulation_parameters
+from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_parameters, match_unit, simulation_parameters
 from assets.resume import game_key, kept_record, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
@@ -239,8 +239,10 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
         parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
                  _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
         # its tournaments against the equilibrium, then (but Harville's) its direct match against Harville
-        units = [hero_unit(st.label)] + ([match_unit(st.label)] if st.label != "harville" else [])
-        records = [kept_record(cache / "simulations" / key, unit, simulation_parameters(cfg)) for unit in units]
+        units = [(hero_unit(st.label), simulation_parameters(cfg))]
+        if st.label != "harville":
+            units.append((match_unit(st.label), match_parameters(cfg)))
+        records = [kept_record(cache / "simulations" / key, unit, stamped) for unit, stamped in units]
         played = all(r is not None and r[1] >= max(swept_at, solved_at) for r in records)
         parts.append("its tournaments simulated" if played else "not simulated yet")
         yield "; ".join(parts)

@@ -15,6 +15,7 @@ rollout_triples = "sampled"
 rollout_samples = 4
 rollout_seed = 3
 simulation_tournaments = 20000
+direct_match_tournaments = 5000
 """
 
 

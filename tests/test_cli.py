@@ -76,6 +76,7 @@ def test_equity_human_output(capsys):
     (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
     (["build", "--profile", "quick", "--fgs-depth", "-1"], "fgs_depth: must be a whole number from 0 to 20"),
     (["build", "--profile", "quick", "--simulation-tournaments", "5"], "simulation_tournaments: must be a whole number"),
+    (["build", "--profile", "quick", "--direct-match-tournaments", "5"], "direct_match_tournaments: must be 0"),
     (["build", "--profile", "quick", "--players", "7"], "players: must be a whole number from 2 to 5"),
     (["site", "--profile", "nope"], "profile: unknown profile"),
     (["site", "--profile", "gs08", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),

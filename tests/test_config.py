@@ -63,6 +63,9 @@ def test_quick_uses_sampled_triples_with_recorded_id():
     (dict(fgs_depth=2.5), "fgs_depth"),
     (dict(simulation_tournaments=10), "simulation_tournaments"),
     (dict(simulation_tournaments="many"), "simulation_tournaments"),
+    (dict(direct_match_tournaments=999), "direct_match_tournaments"),
+    (dict(direct_match_tournaments=-1), "direct_match_tournaments"),
+    (dict(direct_match_tournaments=2.5), "direct_match_tournaments"),
     (dict(simulation_seed=-3), "simulation_seed"),
     (dict(name="Bad Name!"), "name"),
     (dict(bogus=1), "bogus"),
@@ -124,7 +127,15 @@ def test_checkpoints_do_not_depend_on_analysis_fields():
     """Changing FGS depth or simulation size must not throw away a finished equilibrium solve."""
     base = profile("quick")
     assert profile("quick", fgs_depth=5, simulation_tournaments=5000, simulation_seed=9).solve_key() == base.solve_key()
+    assert profile("quick", direct_match_tournaments=3000).solve_key() == base.solve_key()
     assert profile("quick", gamma=1e-4).solve_key() != base.solve_key()
+
+
+def test_direct_match_tournaments_default_to_the_hero_seats_count():
+    assert profile("quick").match_tournaments == profile("quick").simulation_tournaments == 200_000
+    assert profile("quick", direct_match_tournaments=3000).match_tournaments == 3000
+    assert profile("thesis").match_tournaments == 10_000_000  # 30 seatings a match: 300 million
+    assert profile("thesis").simulation_tournaments == 100_000_000
 
 
 def test_load_config_rejects_what_is_not_a_utf8_toml_file(tmp_path):

@@ -353,6 +353,7 @@ def test_simulation_tables(tiny_build):
         assert sum(fin) == pytest.approx(1.0)
     matches = con.execute("SELECT * FROM direct_matches WHERE game = 'tiny'").df()
     assert len(matches) == (len(MODELS) - 1) * (2 ** 3 - 2)
+    assert (matches["tournaments"] == 5000).all()  # the config's direct_match_tournaments, not the hero seats' 20,000
     weighted = matches["a_players"] * matches["roi_a_pct"] + (3 - matches["a_players"]) * matches["roi_b_pct"]
     assert np.abs(weighted).max() < 1e-9
 

@@ -546,7 +546,9 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     assert f"<td>weitzman</td>\n<td>{np.mean(roi):+.3f} ± {np.sqrt(np.sum(np.square(se))) / len(se):.3f}</td>" in html
     matches = con.execute("""SELECT sum(tournaments) FROM direct_matches WHERE game = 'tiny' AND model_a = 'roberts'
                              AND model_b = 'harville'""").fetchone()[0]
-    assert f"<td>{matches}</td>" in html
+    assert f"<td>{matches}</td>" in html and matches == 6 * 5000
+    page = (tiny_build["site"].parent / "docs" / "simulation.md").read_text()
+    assert "seatings of the\nstart state, 5,000 tournaments a seating" in page  # direct_match_tournaments
     # the views behind the page's means, against numpy over the raw rows
     fin, = con.execute("SELECT list(finishing ORDER BY hero_position) FROM simulation WHERE game = 'tiny' "
                        "AND model = 'weitzman'").fetchone()

@@ -87,7 +87,7 @@ def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
 
 CONFIG_FIELDS = ("name", "players", "units", "payouts", "gamma", "start", "rollout_pairs", "rollout_triples",
                  "rollout_samples", "rollout_seed", "examples", "fgs_depth", "simulation_tournaments",
-                 "simulation_seed")
+                 "direct_match_tournaments", "simulation_seed")
 """The fields of a game config (`engine.config.GameConfig`, read here from the warehouse's `games`
 row: the site does not import the engine), in the order a config file lists them."""
 

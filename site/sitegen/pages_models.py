@@ -297,6 +297,8 @@ WHERE s.game = '{game}' AND (s.model = 'harville' OR s.model LIKE 'FGS-%')
        tournaments
 FROM direct_match_summary WHERE game = '{game}' ORDER BY model_b, model_a"""
     matches = con.execute(matches_sql).df()
+    per_seating = ", ".join(f"{t:,}" for t, in con.execute(
+        "SELECT DISTINCT tournaments FROM direct_matches WHERE game = ? ORDER BY 1", [game]).fetchall())
     start_list = "[" + ", ".join(map(str, cfg["start"])) + "]"
     control_sql = f"""SELECT s.hero_seat, s.mean_payoff, s.standard_error, v.value AS equilibrium_value,
        (s.mean_payoff - v.value) / s.standard_error AS z
@@ -321,8 +323,8 @@ FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
     matches_block = (f"""## Direct matches against Harville
 
 Each model (side A) against Harville (ICM, side B) over all {2 ** cfg['players'] - 2} seatings of the
-start state; mean ROI of a player on each side, averaged over the seatings, ± one standard error
-(the sides' ROIs weighted by their seat counts sum to zero in every seating).
+start state, {per_seating} tournaments a seating; mean ROI of a player on each side, averaged over
+the seatings, ± one standard error (the sides' ROIs weighted by their seat counts sum to zero in every seating).
 
 {site_table(matches, decimals=4)}
 """ if not matches.empty else "")
