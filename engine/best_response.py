@@ -41,9 +41,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from engine.cfr import HandSolver, exploitability_from_cf
-from engine.checkpoint import (BlockSaver, RowStream, blocks_of_step, next_block_path, reading_checkpoint, step_blocks,
-                               write_npz)
+from engine.cfr import NC, HandSolver, exploitability_from_cf
+from engine.checkpoint import BlockSaver, RowStream, next_block_path, reading_checkpoint, step_blocks, write_npz
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
@@ -101,10 +100,15 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         tol: stop when the Bellman residual is at most this ($).
         checkpoint: a folder where W and the log are saved after every round
             (``nemesis{n}.npz``) and, within a round, the states finished every
-            ``checkpoint_every`` seconds (``nemesis{n}.round{r}.block{b}.npz``, deleted with the
-            round's end); a check interrupted before resumes from its last round and the states of
-            the next one already done, and ends with the values of one never interrupted (what a
-            round keeps besides W and its results only saves work), and a finished layer is read back.
+            ``checkpoint_every`` seconds and at the round's end (``nemesis{n}.round{r}.block{b}.npz``,
+            deleted with the next round's end); a check interrupted before resumes from its last
+            round and the states of the next one already done, and ends with the values of one never
+            interrupted (what a round keeps besides W and its results only saves work), and a
+            finished layer is read back. The blocks also hold σ's and the deviating seats' outcome
+            probabilities with the replies they belong to: a resumed round reuses those of the
+            round before and of its own states done, as an uninterrupted one reuses its memory, and
+            redoes no hand pass with outcome probabilities already done (the `thesis` equilibrium's
+            check, cut in its first round, had spent about 8 minutes of its second redoing them).
 
     Returns:
         ``(W, log)``; log has one entry per round (residual $, rows whose reply differs from σ,
@@ -127,6 +131,8 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
         if progress:
             progress({"event": "nemesis_resumed", "players": n, "rounds": len(log), "finished": finished})
         if finished:
+            for _, _, path in round_blocks(checkpoint, n):  # (an interrupt just after the last round's save)
+                path.unlink()
             return W, log
         first = len(log) + 1
 
@@ -139,7 +145,7 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             results = [None] * m
             done_before, elapsed = 0, 0.0
             if checkpoint is not None and rnd == first:  # the states this round finished before an interrupt
-                restored, elapsed = _load_blocks(checkpoint, n, rnd, base_probs)
+                restored, elapsed = _restore_blocks(checkpoint, n, rnd, base_probs, last_reply, last_probs)
                 for s_, r in restored.items():
                     results[s_] = r
                 done_before = len(restored)
@@ -183,10 +189,12 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                                       {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock,
                                       done_before=done_before, states=m, wall_before=elapsed)
             blocks = BlockSaver(None if checkpoint is None else lambda states: _save_block(
-                checkpoint, n, rnd, states, results, base_probs, time.perf_counter() - t0), checkpoint_every)
+                checkpoint, n, rnd, states, results, base_probs, last_reply, time.perf_counter() - t0),
+                checkpoint_every)
             for s_, r in zip(todo, done):
                 results[s_] = r
-                blocks.add(s_)  # (the last ones are kept by the round's save that follows)
+                blocks.add(s_)
+            blocks.flush()  # every state of the round in its blocks: the next round's replies to reuse
             update = np.array([r[0] for r in results])
             residual = float(np.abs(update - W).max()) if m else 0.0
             deviating = int(sum(r[2] for r in results))
@@ -197,8 +205,9 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
             log.append(entry)
             if checkpoint is not None:
                 _save_rounds(checkpoint, n, W, log, finished=residual <= tol)
-                for _, _, path in round_blocks(checkpoint, n):  # the round is in W now
-                    path.unlink()
+                for k, _, path in round_blocks(checkpoint, n):  # the round is in W now; its own blocks
+                    if k < rnd or residual <= tol:             # hold the next round's replies until it ends
+                        path.unlink()
             if progress:
                 progress({"event": "nemesis_round", **entry})
             if residual <= tol:
@@ -245,40 +254,56 @@ def round_blocks(folder: Path, n: int) -> list[tuple[int, int, Path]]:
 
 
 def _save_block(folder: Path, n: int, rnd: int, states: list[int], results: list, base_probs: list,
-                elapsed: float) -> None:
+                last_reply: list, elapsed: float) -> None:
     """The Bellman updates, deviating-seat counts and outcome probabilities of ``states``, finished
     in round ``rnd``: each state's own outcome probabilities (σ's) once, and those of every seat whose
-    reply differs from σ; ``elapsed``: the round's seconds so far."""
+    reply differs from σ with that reply (its :func:`reply_key`); ``elapsed``: the round's seconds so far."""
     own = np.array([[probs is not base_probs[s] for probs in results[s][1]] for s in states], bool).reshape(-1, n)
+    keys = [last_reply[s][p] for s, mine in zip(states, own) for p in np.flatnonzero(mine)]
     small = {"states": np.array(states, np.int64), "terminals": np.array([len(base_probs[s]) for s in states], np.int64),
              "updates": np.array([results[s][0] for s in states], np.float64).reshape(-1, n),
              "deviating": np.array([results[s][2] for s in states], np.int64), "own": own,
-             "elapsed": np.array(float(elapsed))}
+             "key_rows": np.array([len(k) for k in keys], np.int64), "elapsed": np.array(float(elapsed))}
     seats = [probs for s, mine in zip(states, own) for probs, o in zip(results[s][1], mine) if o]
-    streams = {"base": (np.float64, 6, [base_probs[s] for s in states]), "seats": (np.float64, 6, seats)}
+    streams = {"base": (np.float64, 6, [base_probs[s] for s in states]), "seats": (np.float64, 6, seats),
+               "keys": (np.int8, NC, keys)}
     write_npz(next_block_path(folder, f"nemesis{n}", "round", rnd), small, streams)
 
 
-def _load_blocks(folder: Path, n: int, rnd: int, base_probs: list) -> tuple[dict[int, tuple], float]:
-    """The results of the states round ``rnd`` finished before an interrupt, their own outcome
-    probabilities put back into ``base_probs``, and the round's seconds at its last block; blocks of
-    other rounds (left by an interrupt between a round's save and their deletion) are dropped."""
+def _restore_blocks(folder: Path, n: int, rnd: int, base_probs: list, last_reply: list,
+                    last_probs: list) -> tuple[dict[int, tuple], float]:
+    """What the blocks of an interrupted check hold, put back: the results of the states round
+    ``rnd`` finished before the interrupt, with the round's seconds at its last block; and, from the
+    blocks of round ``rnd`` − 1 and then of ``rnd``, σ's outcome probabilities (into ``base_probs``)
+    and each deviating seat's reply and outcome probabilities (``last_reply``, ``last_probs``).
+    Blocks of other rounds (left by an interrupt between a round's save and their deletion) are
+    deleted. Blocks of an older version hold no replies: their seats' passes are done again."""
     restored: dict[int, tuple] = {}
     elapsed = 0.0
-    for path in blocks_of_step(folder, f"nemesis{n}", "round", rnd):
+    for k, _, path in round_blocks(folder, n):
+        if k not in (rnd - 1, rnd):
+            path.unlink()
+            continue
         with reading_checkpoint(path):
             data = np.load(path)
-            base, seats = RowStream(data, "base"), RowStream(data, "seats")
+            with_replies = "keys" in data.files  # (blocks of an older version hold no replies)
+            streams = [RowStream(data, name) for name in ("base", "seats", "keys")[:3 if with_replies else 2]]
+            base, seats = streams[:2]
+            key_rows = iter(data["key_rows"].tolist() if with_replies else [])
             try:
                 for s, t, update, deviating, own in zip(data["states"].tolist(), data["terminals"].tolist(),
                                                          data["updates"], data["deviating"].tolist(), data["own"]):
                     base_probs[s] = base.take(t)
                     per_seat = [seats.take(t) if o else base_probs[s] for o in own]
-                    restored[s] = (update.copy(), per_seat, deviating)
+                    for p in np.flatnonzero(own) if with_replies else ():
+                        last_reply[s][p], last_probs[s][p] = streams[2].take(next(key_rows)), per_seat[p]
+                    if k == rnd:
+                        restored[s] = (update.copy(), per_seat, deviating)
             finally:
-                base.close()
-                seats.close()
-            elapsed = max(elapsed, float(data["elapsed"]))
+                for stream in streams:
+                    stream.close()
+            if k == rnd:
+                elapsed = max(elapsed, float(data["elapsed"]))
     return restored, elapsed
 
 

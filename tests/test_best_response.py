@@ -246,3 +246,75 @@ def test_an_ex_post_interrupted_within_a_round_keeps_the_states_it_finished(game
         np.testing.assert_array_equal(straight[n][0], resumed[n][0])
         assert [e["round"] for e in resumed[n][1]] == [e["round"] for e in straight[n][1]]
     assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp*"))
+
+
+def _counting_passes(monkeypatch, layers):
+    """Count the hand passes with outcome probabilities the check does, by (players, round, state):
+    returns (their counter, a progress callback that closes a round's count at its end, a function
+    that forgets the passes of a round left open)."""
+    from collections import Counter
+
+    import engine.best_response as br
+
+    state_of = {id(hand): (n, s) for n, (_, hands, _) in layers.items() for s, hand in enumerate(hands)}
+    open_passes: list[tuple[int, int]] = []
+    counts: Counter = Counter()
+
+    class Counting(br.HandSolver):
+        def evaluate(self, sigma, U, ws, orders=False):
+            if orders:
+                open_passes.append(state_of[id(self.hand)])  # (list.append is atomic under the GIL)
+            return super().evaluate(sigma, U, ws, orders=orders)
+
+    def on_event(event):
+        if event["event"] == "nemesis_round":  # every pass of the round is done by its end
+            for n, s in open_passes:
+                counts[(n, event["round"], s)] += 1
+            open_passes.clear()
+
+    monkeypatch.setattr(br, "HandSolver", Counting)
+    return counts, on_event, open_passes.clear
+
+
+@pytest.mark.parametrize("within_round", [False, True])
+def test_a_resumed_ex_post_redoes_no_outcome_pass(game, reference, tmp_path, monkeypatch, within_round):
+    """Interrupted between two rounds of the 3-player layer, or three states into the second, the
+    resumed check takes σ's and the replies' outcome probabilities from the blocks the rounds kept,
+    as an uninterrupted check takes them from its memory: it does exactly the passes with outcome
+    probabilities that one does after the interrupt (the `thesis` equilibrium's check, cut in its
+    first round, had redone about 8 minutes of them), and ends with its values to the bit."""
+    import engine.best_response as br
+
+    tensors, _, layers = game
+    values, _ = reference
+    profile = {n: (hands, sigmas, values[n]) for n, (_, hands, sigmas) in layers.items()}
+    counts, on_event, forget_open = _counting_passes(monkeypatch, layers)
+    straight = ex_post(profile, tensors, threads=2, progress=on_event)
+    assert len(straight[3][1]) >= 2
+    uninterrupted = dict(counts)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(event):
+        if event["event"] == "nemesis_states" and event["players"] == 3 and event["round"] == 2 and \
+                event["done"] == (3 if within_round else 1):
+            raise Interrupt
+
+    monkeypatch.setattr(br, "PROGRESS_EVERY_S", 0.0)
+    with pytest.raises(Interrupt):
+        ex_post(profile, tensors, threads=2, progress=stop, checkpoint=tmp_path,
+                checkpoint_every=0.0 if within_round else 300.0)
+    done_before = {s for path in tmp_path.glob("nemesis3.round2.block*.npz") for s in np.load(path)["states"].tolist()}
+    assert len(done_before) == (3 if within_round else 0)
+    assert list(tmp_path.glob("nemesis3.round1.block*.npz"))  # round 1's outcome probabilities, kept for round 2
+    counts.clear()
+    forget_open()  # the interrupted round's passes
+    resumed = ex_post(profile, tensors, threads=2, progress=on_event, checkpoint=tmp_path)
+    expected = {(n, r, s): c for (n, r, s), c in uninterrupted.items()
+                if n == 3 and r >= 2 and not (r == 2 and s in done_before)}
+    assert any(r == 2 for _, r, _ in expected)  # (the second round does passes to save)
+    assert dict(counts) == expected
+    for n in straight:
+        np.testing.assert_array_equal(straight[n][0], resumed[n][0])
+    assert not list(tmp_path.glob("*.block*")) and not list(tmp_path.glob("*.tmp*"))
