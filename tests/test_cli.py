@@ -538,7 +538,8 @@ def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, mon
     assert compared == {"harville": pairs, "weitzman": pairs, "roberts": pairs}
     code, out, err = run(capsys, *args)
     assert code == 0, err
-    assert "read back solved from its checkpoint" in err and "model_strategies - " in err
+    assert "solve_3p - 3-player layer: solved, and in the warehouse as its finished checkpoint holds it" in err
+    assert "model_strategies - " in err
     models_page = (site / "models.html").read_text()
     assert "Not compared yet" not in models_page and "fgs-depth" in models_page
     sim_page = (site / "simulation.html").read_text()

@@ -936,3 +936,55 @@ def test_a_seats_long_simulation_logs_its_progress_at_most_every_minute():
         now[0] = t
         report(done, 100)
     assert lines == ["harville vs equilibrium, hero BU: 40 of 100 tournaments (40 %), 60 s so far, about 90 s left"]
+
+
+def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_build, tmp_path, monkeypatch):
+    """With the finished checkpoints of the layers the warehouse holds, the solve assets solve
+    nothing and write nothing (the 45-unit 5-player layer would compile its hands, read 15 GB back
+    and write 3.3 million node rows at every resume of a build): the same rows, checks passed, the
+    same counts in their metadata. A warehouse whose values differ from the checkpoint's by one
+    rounding gets that layer read back from its checkpoint and written again, and only that layer."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.solve as solve_asset
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    shutil.copytree(tiny_build["root"] / "cache" / "solve", tmp_path / "cache" / "solve")
+    solved = []
+    real = solve_asset.solve_layer
+    monkeypatch.setattr(solve_asset, "solve_layer", lambda units, n, *a, **k: (solved.append(n), real(units, n, *a, **k))[1])
+    tables = ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log")
+
+    def rows() -> dict:
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            return {t: con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables}
+
+    before = rows()
+    first = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
+             for e in tiny_build["result"].get_asset_materialization_events()}
+    result = dg.materialize(solve_asset.LAYER_ASSETS, resources=resources)
+    assert result.success and solved == []
+    assert all(c.passed for c in result.get_asset_check_evaluations())
+    for e in result.get_asset_materialization_events():
+        meta, name = e.event_specific_data.materialization.metadata, e.asset_key.to_user_string()
+        if name in ("solve_2p", "solve_3p"):
+            assert "unchanged" in meta
+            for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd"):
+                assert meta[key].value == first[name][key].value
+    after = rows()
+    for t in tables:
+        pd.testing.assert_frame_equal(before[t], after[t])
+
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE equilibrium_values SET value = nextafter(value, 1e9) WHERE game = 'tiny' AND players = 3 "
+                    "AND state_id = 0 AND position = 0")
+    result = dg.materialize(solve_asset.LAYER_ASSETS, resources=resources)
+    assert result.success and solved == [3]
+    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+    assert "unchanged" in meta["solve_2p"] and "unchanged" not in meta["solve_3p"]
+    after = rows()
+    for t in tables:
+        pd.testing.assert_frame_equal(before[t], after[t])
