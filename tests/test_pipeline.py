@@ -954,7 +954,8 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     shutil.copytree(tiny_build["root"] / "cache" / "solve", tmp_path / "cache" / "solve")
     solved = []
     real = solve_asset.solve_layer
-    monkeypatch.setattr(solve_asset, "solve_layer", lambda units, n, *a, **k: (solved.append(n), real(units, n, *a, **k))[1])
+    monkeypatch.setattr(solve_asset, "solve_layer",
+                        lambda units, n, *a, **k: (solved.append(n), real(units, n, *a, **k))[1])
     tables = ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log")
 
     def rows() -> dict:
