@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, sweep_checks, model_strategies,
-                                   store_sweep, sweep_checkpoint_dir, sweep_logger)
+                                   store_sweep, sweep_checkpoint_dir, sweep_logger, sweeps_held)
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums
 from assets.solve import equilibrium_tensors
 from engine.states import n_states
@@ -76,9 +76,15 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         else:  # the chain ran before: its sweeps are read back, or a depth missing from the checkpoint starts cold
             context.log.info("Harville's solvers are no longer kept: the FGS sweeps saved are read back, "
                              "any other starts cold")
+        held = sweeps_held(warehouse, cfg, labels)
+        if any(held.values()):
+            context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
+                             + ", ".join(label for label in labels if held[label]))
         chain, values = fgs_sweeps(layers, model_values("harville", stacks, cfg.payouts), cfg.fgs_depth, cfg.gamma,
                                    tensors, progress=progress, first=harville, checkpoint=folder,
-                                   on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows))
+                                   on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows,
+                                                                  held[s.label]),
+                                   read_strategies=lambda label: not held[label])
         sweeps = chain[1:]
         drop_solvers(folder)  # the chain is done: its results stay, for a rebuild to read back
     else:

@@ -8,7 +8,8 @@ each sweep finishes. Memory stays at one layer of solvers and one sweep's strate
 and Roberts' solvers are made and dropped state by state, and a stored sweep's strategies are
 released. Every finished layer of every sweep is checkpointed in `.cache/models/` (see
 :mod:`engine.sweep_checkpoint`), so an interrupted run resumes with the sweeps it finished and
-gives the same tables, and a rebuild of the same game reads every sweep back; Harville's solvers
+gives the same tables, and a rebuild of the same game reads every sweep back (without its
+strategies, and writing nothing, where the warehouse holds it already: :func:`sweeps_held`); Harville's solvers
 stay there for `fgs_strategies` (:mod:`assets.fgs`), which continues them into the FGS chain
 and then deletes them. Downstream: `deviation_statistics` (:mod:`assets.deviation`),
 `ex_post_models` (:mod:`assets.model_ex_post`) and `simulations`.
@@ -33,7 +34,7 @@ from engine.equity_models import MODELS
 from engine.hand_pass import SolverTensors
 from engine.model_strategies import Sweep, equilibrium_solvers, model_values, solve_sweep
 from engine.solve_progress import sweep_log_line
-from engine.sweep_checkpoint import drop_solvers, sweep_saved
+from engine.sweep_checkpoint import drop_solvers, saved_sweep_summary, sweep_saved
 from engine.layers import compile_game
 from engine.states import n_states
 from warehouse import db
@@ -91,11 +92,39 @@ def sweep_logger(context: dg.AssetExecutionContext, layer_wall: dict[str, dict[i
     return progress
 
 
+def sweeps_held(warehouse: WarehouseResource, cfg: GameConfig, labels: list[str]) -> dict[str, bool]:
+    """Per sweep label, whether the warehouse already holds the sweep its checkpoint has saved in
+    full: the same `model_sweeps` rows (states, CFR+ iterations, largest exploitability, seconds, per
+    layer) and all its `model_nodes` rows. A rebuild or a resumed build then reads no strategies
+    back for it and writes nothing (about a minute each way for a sweep of the 45-unit 5-player
+    layer, at every resume of the `thesis` model analyses: up to 13 sweeps)."""
+    folder, players = sweep_checkpoint_dir(cfg), list(range(2, cfg.players + 1))
+    fields = ("players", "states", "cfr_iterations", "max_exploitability", "wall_s")
+    held = {}
+    with warehouse.connect() as con:
+        for label in labels:
+            saved = saved_sweep_summary(folder, label, players)
+            if saved is None:
+                held[label] = False
+                continue
+            stored = con.execute(f"SELECT {', '.join(fields)} FROM model_sweeps WHERE game = ? AND model = ? "
+                                 "ORDER BY players", [cfg.name, label]).fetchall()
+            nodes, = con.execute("SELECT count(*) FROM model_nodes WHERE game = ? AND model = ?",
+                                 [cfg.name, label]).fetchone()
+            held[label] = (stored == [tuple(r[k] for k in fields) for r in saved]
+                           and nodes == sum(r["nodes"] for r in saved))
+    return held
+
+
 def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, sweep: Sweep,
-                layer_wall: dict[int, float], rows: dict[str, int]) -> None:
+                layer_wall: dict[int, float], rows: dict[str, int], held: bool = False) -> None:
     """Write a finished sweep's rows to `model_nodes` and `model_sweeps` (one transaction
     for both), count them in ``rows``, and drop its strategies from memory: the thesis game's would
-    hold about 4 GiB per sweep."""
+    hold about 4 GiB per sweep. ``held``: the warehouse holds it already (:func:`sweeps_held`; read
+    back without its strategies): nothing is written."""
+    if held:
+        sweep.release()
+        return
     key = {"game": cfg.name, "model": sweep.label}
     with warehouse.connect() as con:
         written = db.replace_tables(con, [db.Replacement("model_nodes", _node_rows(sweep, layers), key),
@@ -174,14 +203,19 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     # equilibrium's: on the quick game Weitzman 40 s instead of 73 s, Roberts 54 s instead of
     # 94 s), each state's solver dropped once solved. So one layer of solvers is in memory at a
     # time, and one sweep's strategies.
-    harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress)
+    held = sweeps_held(warehouse, cfg, list(MODELS))
+    if any(held.values()):
+        context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
+                         + ", ".join(m for m in MODELS if held[m]))
+    harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=not held["harville"])
     context.log.info(f"Harville's warm start: {warm_start}")
-    store_sweep(warehouse, cfg, layers, harville, layer_wall["harville"], rows)
+    store_sweep(warehouse, cfg, layers, harville, layer_wall["harville"], rows, held["harville"])
     sweeps = [harville]
     for model in [m for m in MODELS if m != "harville"]:
         sweeps.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                                  warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False))
-        store_sweep(warehouse, cfg, layers, sweeps[-1], layer_wall[model], rows)
+                                  warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False,
+                                  read_strategies=not held[model]))
+        store_sweep(warehouse, cfg, layers, sweeps[-1], layer_wall[model], rows, held[model])
     if cfg.fgs_depth == 0:
         drop_solvers(folder)  # no FGS sweep continues Harville's; the results stay for a rebuild to read back
     with warehouse.connect() as con:

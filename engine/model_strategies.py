@@ -261,7 +261,8 @@ def profile_values(layers: Layers, order_probs: dict[int, list[np.ndarray]]) -> 
 def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamma: float, tensors: SolverTensors,
                warm: dict[int, list[HandSolver]] | None = None, threads: int | None = None,
                progress: ProgressFn | None = None, first: Sweep | None = None, checkpoint: Path | None = None,
-               on_sweep: Callable[[Sweep], None] | None = None) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
+               on_sweep: Callable[[Sweep], None] | None = None,
+               read_strategies: Callable[[str], bool] | None = None) -> tuple[list[Sweep], list[dict[int, np.ndarray]]]:
     """The D + 1 FGS sweeps and the value tables v⁰ … v^D.
 
     Returns (sweeps, values): sweeps[k] holds the strategies of model FGS-k (k = 0 is Harville)
@@ -271,6 +272,8 @@ def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamm
     ``checkpoint``: see :func:`solve_sweep`; a sweep's saved solvers are deleted once the next
     depth is saved. ``on_sweep`` is called with each sweep this call solves (or reads back) as
     soon as it is finished, e.g. to store its strategies and :meth:`Sweep.release` them.
+    ``read_strategies(label)``: whether a sweep read back from the checkpoint needs its strategies
+    (default: all do; see :func:`solve_sweep`).
     """
     values = [harville]
     sweeps: list[Sweep] = []
@@ -280,7 +283,8 @@ def fgs_sweeps(layers: Layers, harville: dict[int, np.ndarray], depth: int, gamm
             sweep = first
         else:
             sweep = solve_sweep(label, layers, values[k], gamma, tensors, warm=warm, threads=threads,
-                                progress=progress, checkpoint=checkpoint, keep_solvers=k < depth, consume_warm=k > 0)
+                                progress=progress, checkpoint=checkpoint, keep_solvers=k < depth, consume_warm=k > 0,
+                                read_strategies=True if read_strategies is None else read_strategies(label))
             if on_sweep is not None:
                 on_sweep(sweep)
         sweeps.append(sweep)

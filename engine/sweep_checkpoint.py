@@ -174,6 +174,25 @@ def saved_layer_wall_s(folder: Path, label: str, n: int) -> float:
         return float(data["wall_s"])
 
 
+def saved_sweep_summary(folder: Path, label: str, players: list[int]) -> list[dict] | None:
+    """Per layer of sweep ``label`` (``players``, in order), what a warehouse's `model_sweeps` row
+    holds (players, states, cfr_iterations, max_exploitability $, wall_s) and its decision nodes
+    (``nodes``, the rows of its `model_nodes`), read from small members of the saved layers; None
+    unless every layer is saved. For a rebuild to tell whether the warehouse already holds the
+    sweep without reading its strategies (about 4 GiB of the 45-unit 5-player layer)."""
+    if not sweep_saved(folder, label, players):
+        return None
+    rows = []
+    for n in players:
+        path = _paths(folder, label, n)[0]
+        with reading_checkpoint(path), np.load(path) as data:
+            rows.append({"players": n, "states": len(data["iterations"]),
+                         "cfr_iterations": int(data["iterations"].sum()),
+                         "max_exploitability": float(data["exploitability"].max()),
+                         "wall_s": float(data["wall_s"]), "nodes": int(data["sizes"].sum())})
+    return rows
+
+
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:
     """Whether every layer (``players``) of sweep ``label`` is saved, so none needs a warm start."""
     return all(_paths(folder, label, n)[0].exists() for n in players)
