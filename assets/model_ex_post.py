@@ -10,6 +10,7 @@ and within a model the nemesis rounds it finished.
 """
 
 import time
+from functools import cache
 
 import dagster as dg
 import numpy as np
@@ -49,7 +50,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     cfg = game.config()
     t0 = time.perf_counter()
     tensors = equilibrium_tensors(warehouse.path, cfg)
-    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
+    # the hand trees only once a model needs checking: minutes for the thesis game, whose resumes keep most models
+    game_hands = cache(lambda: compile_game(cfg.units, cfg.players, cfg.payouts))
     checked = []  # (least gain $, largest Bellman residual $, largest open-prize error $) of each model
     rows = 0
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
@@ -69,6 +71,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                 context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
                                  "against the same strategies)")
                 continue
+        stacks, layers = game_hands()
         with warehouse.connect() as con:
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
 

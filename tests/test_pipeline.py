@@ -1038,3 +1038,25 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
     after = rows()
     for t in before:
         pd.testing.assert_frame_equal(before[t], after[t])
+
+
+def test_a_rebuild_keeping_every_models_ex_post_compiles_no_hand(tiny_build, tmp_path, monkeypatch):
+    """`ex_post_models` with every model checked before against the same strategies: the same rows,
+    checks passed, and the game's hands never compiled (minutes for the `thesis` game)."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.model_ex_post as model_ex_post
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    shutil.copytree(tiny_build["root"] / "cache" / "ex_post", tmp_path / "cache" / "ex_post")
+    compiled = []
+    monkeypatch.setattr(model_ex_post, "compile_game", lambda *a: compiled.append(a))
+    query = "SELECT * FROM nemesis_values WHERE game = 'tiny' ORDER BY ALL"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        before = con.execute(query).df()
+    result = dg.materialize([model_ex_post.ex_post_models], resources=resources)
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and compiled == []
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(before, con.execute(query).df())
