@@ -15,6 +15,7 @@ those of a run never interrupted.
 
 import time
 from collections.abc import Callable
+from functools import cache
 
 import dagster as dg
 import numpy as np
@@ -120,25 +121,37 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     cfg = game.config()
     t0 = time.perf_counter()
     release_free_memory()  # what the steps before (a layer's ex post check) freed, before the strategies are read
-    tensors = ShowdownSampler.from_tensors(equilibrium_tensors(warehouse.path, cfg))
-    packed = pack_game(cfg.units, cfg.players, cfg.payouts)
     sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
     configured = model_names(cfg.fgs_depth)
     with warehouse.connect() as con:
         models = simulated_models(configured, swept_models(con, cfg.name, cfg.players), config.sweeps_left_out)
-        # compact forms (exact, ~10x smaller than float32: the thesis game's profiles stay in memory together)
-        eq = compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, m) for n, m in sizes.items()}))
-        profiles = {m: compact_profile(pack_profile(packed, {n: read_strategies(con, cfg.name, n, k, m)
-                                                            for n, k in sizes.items()}))
-                    for m in models}
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.stacks = ?""", [cfg.name, list(cfg.start)]).fetchone()[0])
     pending = [m for m in configured if m not in models]
     if pending:
         context.log.info("not simulated yet (their strategies need the model sweeps, left out): " + ", ".join(pending))
-    context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(sizes.values())} states in "
-                     f"{time.perf_counter() - t0:.1f} s")
+
+    # The game, the tables and each profile are made only once a unit needs playing: a rebuild or a
+    # resume that keeps every unit reads none of them (the thesis game's 14 profiles, about 28 s each).
+    @cache
+    def playing() -> tuple:
+        """(the packed game, the showdown sampler)."""
+        t = time.perf_counter()
+        packed = pack_game(cfg.units, cfg.players, cfg.payouts)
+        context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(sizes.values())} states in "
+                         f"{time.perf_counter() - t:.1f} s")
+        return packed, ShowdownSampler.from_tensors(equilibrium_tensors(warehouse.path, cfg))
+
+    @cache
+    def profile(model: str):
+        """The compact form of the equilibrium's (``model`` "equilibrium") or a model's strategies (exact,
+        ~10x smaller than float32: the thesis game's profiles stay in memory together)."""
+        which = [] if model == "equilibrium" else [model]
+        with warehouse.connect() as con:
+            return compact_profile(pack_profile(playing()[0], {n: read_strategies(con, cfg.name, n, k, *which)
+                                                               for n, k in sizes.items()}))
+
     names = position_names(cfg.players)
     # tournaments per hero seat and per seating of a direct match
     T, M, seed = cfg.simulation_tournaments, cfg.match_tournaments, cfg.simulation_seed
@@ -157,13 +170,14 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     control_z = 0.0
     # seeds by each model's place among the configured ones, so a model plays the same tournaments
     # whichever others are simulated with it
-    for k, (model, prof) in enumerate([("equilibrium", eq), *[(m, profiles.get(m)) for m in configured]]):
-        if prof is None:
+    for k, model in enumerate(["equilibrium", *configured]):
+        if model != "equilibrium" and model not in models:
             continue
         units = control if model == "equilibrium" else done
         unit = units.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
+            (packed, tensors), eq, prof = playing(), profile("equilibrium"), profile(model)
             unit = {"rows": [], "speeds": [], "control_z": 0.0}
             if not speeds:  # the first seat played: compile (or load) the kernel before its clock starts
                 simulate(packed, [eq], [0] * cfg.players, cfg.start, 1, seed, tensors)
@@ -199,10 +213,11 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     sum_err = 0.0
     # every other model against Harville, once Harville's strategies are there
     for k, model in enumerate(m for m in configured if m != "harville"):
-        if model not in profiles or "harville" not in profiles:
+        if model not in models or "harville" not in models:
             continue
         unit = matched.load(match_unit(model))
         if unit is None:
+            packed, tensors = playing()
             unit = {"matches": [], "sum_err": 0.0}
             def seating_done(seating) -> None:  # within this model's iteration; seatings in mask order
                 mask = sum(1 << i for i in seating.a_seats)
@@ -210,7 +225,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                                  f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in "
                                  f"{seating.result.wall_s:.1f} s")
 
-            for seating in direct_match(packed, profiles[model], profiles["harville"], cfg.start, M,
+            for seating in direct_match(packed, profile(model), profile("harville"), cfg.start, M,
                                         seed + 77_000 + 1000 * k, tensors, on_seating=seating_done):
                 a, n = len(seating.a_seats), cfg.players
                 unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))

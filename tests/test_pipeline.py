@@ -1060,3 +1060,28 @@ def test_a_rebuild_keeping_every_models_ex_post_compiles_no_hand(tiny_build, tmp
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and compiled == []
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(before, con.execute(query).df())
+
+
+def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_path, monkeypatch):
+    """`simulations` with every unit played before on the same strategies, counts and seeds: the
+    same rows, checks passed, and neither a strategy read from the warehouse nor the game packed
+    (the `thesis` game's 14 profiles take about 28 s each to read)."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.simulation as simulation
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    shutil.copytree(tiny_build["root"] / "cache" / "simulations", tmp_path / "cache" / "simulations")
+    used = []
+    monkeypatch.setattr(simulation, "read_strategies", lambda *a: used.append(a))
+    monkeypatch.setattr(simulation, "pack_game", lambda *a: used.append(a))
+    tables = ("simulation", "direct_matches")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        before = [con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables]
+    result = dg.materialize([simulation.simulations], resources=resources)
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and used == []
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for t, frame in zip(tables, before):
+            pd.testing.assert_frame_equal(frame, con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df())
