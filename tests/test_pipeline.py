@@ -1083,5 +1083,6 @@ def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_pa
     result = dg.materialize([simulation.simulations], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and used == []
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        for t, frame in zip(tables, before):
-            pd.testing.assert_frame_equal(frame, con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df())
+        after = [con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables]
+    for frame, again in zip(before, after):
+        pd.testing.assert_frame_equal(frame, again)
