@@ -49,8 +49,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                    warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
-    tensors = equilibrium_tensors(warehouse.path, cfg)
-    # the hand trees only once a model needs checking: minutes for the thesis game, whose resumes keep most models
+    # the hand trees and tables only once a model needs checking: minutes for the thesis game, whose
+    # resumes keep most models
     game_hands = cache(lambda: compile_game(cfg.units, cfg.players, cfg.payouts))
     checked = []  # (least gain $, largest Bellman residual $, largest open-prize error $) of each model
     rows = 0
@@ -72,6 +72,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                                  "against the same strategies)")
                 continue
         stacks, layers = game_hands()
+        tensors = equilibrium_tensors(warehouse.path, cfg)
         with warehouse.connect() as con:
             strategies = {n: read_strategies(con, cfg.name, n, len(stacks[n]), model) for n in layers}
 
