@@ -15,13 +15,14 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.model_analysis import (HARVILLE_READ_BACK, harville_sweep, sweep_checks, model_strategies,
-                                   store_sweep, sweep_checkpoint_dir, sweep_logger, sweeps_held)
+from assets.model_analysis import (HARVILLE_READ_BACK, all_held_line, harville_sweep, model_strategies, store_sweep,
+                                   sweep_checkpoint_dir, sweep_checks, sweep_logger, sweep_totals, sweeps_held)
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums
 from assets.solve import equilibrium_tensors
-from engine.states import n_states
-from engine.model_strategies import Sweep, fgs_sweeps, model_values
-from engine.sweep_checkpoint import drop_solvers
+from engine.config import GameConfig
+from engine.states import enumerate_states, n_states
+from engine.model_strategies import fgs_sweeps, model_values
+from engine.sweep_checkpoint import drop_solvers, saved_sweep_values, sweep_saved
 from engine.layers import compile_game
 from warehouse import db
 
@@ -60,32 +61,17 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     layer_wall: dict[str, dict[int, float]] = {}
     read_back: list[str] = []
     rows: dict[str, int] = {}
-    sweeps: list[Sweep] = []
     if cfg.fgs_depth:
-        tensors = equilibrium_tensors(warehouse.path, cfg)
-        stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
-        folder = sweep_checkpoint_dir(cfg)
-        progress = sweep_logger(context, layer_wall, read_back)
-        # the chain needs Harville's values (v¹) and solvers, not its strategies
-        harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=False)
-        harville.release()  # solved here when the checkpoint lost it
-        if len(harville.solvers) == len(layers):
-            context.log.info("FGS-1 continues Harville's solvers" + (
-                ", read back from the sweep checkpoint" if warm_start == HARVILLE_READ_BACK
-                else f" (Harville's sweep solved again here, warm start: {warm_start})"))
-        else:  # the chain ran before: its sweeps are read back, or a depth missing from the checkpoint starts cold
-            context.log.info("Harville's solvers are no longer kept: the FGS sweeps saved are read back, "
-                             "any other starts cold")
+        folder, players = sweep_checkpoint_dir(cfg), list(range(2, cfg.players + 1))
         held = sweeps_held(warehouse, cfg, labels)
-        if any(held.values()):
-            context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
-                             + ", ".join(label for label in labels if held[label]))
-        chain, values = fgs_sweeps(layers, model_values("harville", stacks, cfg.payouts), cfg.fgs_depth, cfg.gamma,
-                                   tensors, progress=progress, first=harville, checkpoint=folder,
-                                   on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows,
-                                                                  held[s.label]),
-                                   read_strategies=lambda label: not held[label])
-        sweeps = chain[1:]
+        if all(held.values()) and sweep_saved(folder, "harville", players):  # (no hand compiled: minutes for thesis)
+            context.log.info(all_held_line(labels))
+            # v⁰ is Harville's; vᵈ the hand values of the sweep before (Harville's, FGS-1's, …) in its checkpoint
+            stacks = {n: enumerate_states(cfg.units, n) for n in players}
+            values = [model_values("harville", stacks, cfg.payouts)] + [
+                saved_sweep_values(folder, label, players) for label in ["harville", *labels[:-1]]]
+        else:
+            values = _fgs_chain(context, cfg, warehouse, held, layer_wall, read_back, rows)
         drop_solvers(folder)  # the chain is done: its results stay, for a rebuild to read back
     else:
         values = []
@@ -93,6 +79,7 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     with warehouse.connect() as con:
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
         sweep_check, quality, preview = sweep_checks(con, cfg, labels)
+        seconds, iterations = sweep_totals(con, cfg, labels)
         err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
         expected = cfg.fgs_depth * sum(n_states(cfg.units, n) for n in range(2, cfg.players + 1))
         moves = {f"FGS-{d}": round(float(move), 6) for d, move in con.execute(
@@ -109,9 +96,36 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
-                  "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
-                  "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
-                  "max_value_move_usd": moves, **quality,
+                  "sweep_s": seconds, "cfr_iterations": iterations, "max_value_move_usd": moves, **quality,
                   "layers_read_back": read_back,
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
         check_results=checks)
+
+
+def _fgs_chain(context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: WarehouseResource,
+               held: dict[str, bool], layer_wall: dict[str, dict[int, float]], read_back: list[str],
+               rows: dict[str, int]) -> list[dict[int, np.ndarray]]:
+    """Solve (or read back) the FGS chain from Harville's solvers, storing the sweeps the warehouse
+    does not hold (``held``, :func:`sweeps_held`); returns the value tables v⁰ … v^D ($)."""
+    tensors = equilibrium_tensors(warehouse.path, cfg)
+    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
+    progress = sweep_logger(context, layer_wall, read_back)
+    # the chain needs Harville's values (v¹) and solvers, not its strategies
+    harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=False)
+    harville.release()  # solved here when the checkpoint lost it
+    if len(harville.solvers) == len(layers):
+        context.log.info("FGS-1 continues Harville's solvers" + (
+            ", read back from the sweep checkpoint" if warm_start == HARVILLE_READ_BACK
+            else f" (Harville's sweep solved again here, warm start: {warm_start})"))
+    else:  # the chain ran before: its sweeps are read back, or a depth missing from the checkpoint starts cold
+        context.log.info("Harville's solvers are no longer kept: the FGS sweeps saved are read back, "
+                         "any other starts cold")
+    if any(held.values()):
+        context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
+                         + ", ".join(label for label, is_held in held.items() if is_held))
+    _, values = fgs_sweeps(layers, model_values("harville", stacks, cfg.payouts), cfg.fgs_depth, cfg.gamma, tensors,
+                           progress=progress, first=harville, checkpoint=sweep_checkpoint_dir(cfg),
+                           on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows,
+                                                          held[s.label]),
+                           read_strategies=lambda label: not held[label])
+    return values

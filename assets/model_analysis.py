@@ -116,6 +116,12 @@ def sweeps_held(warehouse: WarehouseResource, cfg: GameConfig, labels: list[str]
     return held
 
 
+def all_held_line(labels: list[str]) -> str:
+    """The log line of an asset whose sweeps ``labels`` the warehouse all holds (:func:`sweeps_held`)."""
+    return (f"every sweep ({', '.join(labels)}) is in the warehouse as its checkpoint holds it: nothing to solve, "
+            "read back or write")
+
+
 def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, sweep: Sweep,
                 layer_wall: dict[int, float], rows: dict[str, int], held: bool = False) -> None:
     """Write a finished sweep's rows to `model_nodes` and `model_sweeps` (one transaction
@@ -157,6 +163,16 @@ def harville_sweep(cfg: GameConfig, layers: dict, stacks: dict, tensors: SolverT
     return sweep, warm_start
 
 
+def sweep_totals(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]
+                 ) -> tuple[dict[str, float], dict[str, int]]:
+    """Per model of ``models`` in `model_sweeps`: its sweep's seconds and CFR+ iterations over all layers
+    (the asset metadata, the same whether the sweep was solved, read back or held)."""
+    found = con.execute("SELECT model, sum(wall_s), sum(cfr_iterations) FROM model_sweeps WHERE game = ? AND "
+                        "list_contains(?, model) GROUP BY model", [cfg.name, models]).fetchall()
+    totals = {m: (round(float(s), 1), int(k)) for m, s, k in found}
+    return ({m: totals[m][0] for m in models if m in totals}, {m: totals[m][1] for m in models if m in totals})
+
+
 def sweep_checks(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]
                  ) -> tuple[dg.AssetCheckResult, dict, str]:
     """The `every_state_within_gamma` check of the sweeps of ``models`` (the largest exploitability
@@ -190,20 +206,43 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
                      warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     t0 = time.perf_counter()
-    tensors = equilibrium_tensors(warehouse.path, cfg)
-    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
     folder = sweep_checkpoint_dir(cfg)
     layer_wall: dict[str, dict[int, float]] = {}
     read_back: list[str] = []
     progress = sweep_logger(context, layer_wall, read_back)
     rows: dict[str, int] = {}
+    held = sweeps_held(warehouse, cfg, list(MODELS))
+    if all(held.values()):  # (no hand compiled: minutes for the thesis game, at every resume of its analyses)
+        context.log.info(all_held_line(list(MODELS)))
+        warm_start = "none needed (every sweep is in the warehouse)"
+    else:
+        warm_start = _solve_icm_sweeps(context, cfg, warehouse, held, progress, layer_wall, rows)
+    if cfg.fgs_depth == 0:
+        drop_solvers(folder)  # no FGS sweep continues Harville's; the results stay for a rebuild to read back
+    with warehouse.connect() as con:
+        check, quality, preview = sweep_checks(con, cfg, list(MODELS))
+        seconds, iterations = sweep_totals(con, cfg, list(MODELS))
+    return dg.MaterializeResult(
+        metadata={"game": cfg.name, "models": list(MODELS), **{f"rows_{k}": v for k, v in rows.items()},
+                  "sweep_s": seconds, "cfr_iterations": iterations, **quality, "warm_start": warm_start,
+                  "layers_read_back": read_back,  # sweep layers finished before an interrupt
+                  "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
+        check_results=[check])
 
+
+def _solve_icm_sweeps(context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: WarehouseResource,
+                      held: dict[str, bool], progress: Callable[[dict], None], layer_wall: dict[str, dict[int, float]],
+                      rows: dict[str, int]) -> str:
+    """Solve (or read back) the ICM family's sweeps and store those the warehouse does not hold
+    (``held``, :func:`sweeps_held`); returns how Harville's was started."""
+    tensors = equilibrium_tensors(warehouse.path, cfg)
+    stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
+    folder = sweep_checkpoint_dir(cfg)
     # Harville first (warm from the equilibrium, whose solvers it takes over); Weitzman and Roberts
     # start from Harville's regrets (their values are closer to Harville's than to the
     # equilibrium's: on the quick game Weitzman 40 s instead of 73 s, Roberts 54 s instead of
     # 94 s), each state's solver dropped once solved. So one layer of solvers is in memory at a
     # time, and one sweep's strategies.
-    held = sweeps_held(warehouse, cfg, list(MODELS))
     if any(held.values()):
         context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
                          + ", ".join(m for m in MODELS if held[m]))
@@ -216,15 +255,4 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
                                   warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False,
                                   read_strategies=not held[model]))
         store_sweep(warehouse, cfg, layers, sweeps[-1], layer_wall[model], rows, held[model])
-    if cfg.fgs_depth == 0:
-        drop_solvers(folder)  # no FGS sweep continues Harville's; the results stay for a rebuild to read back
-    with warehouse.connect() as con:
-        check, quality, preview = sweep_checks(con, cfg, list(MODELS))
-    return dg.MaterializeResult(
-        metadata={"game": cfg.name, "models": list(MODELS), **{f"rows_{k}": v for k, v in rows.items()},
-                  "sweep_s": {s.label: round(s.wall_s, 1) for s in sweeps},
-                  "cfr_iterations": {s.label: int(sum(int(v.sum()) for v in s.iterations.values())) for s in sweeps},
-                  **quality, "warm_start": warm_start,
-                  "layers_read_back": read_back,  # sweep layers finished before an interrupt
-                  "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
-        check_results=[check])
+    return warm_start

@@ -193,6 +193,17 @@ def saved_sweep_summary(folder: Path, label: str, players: list[int]) -> list[di
     return rows
 
 
+def saved_sweep_values(folder: Path, label: str, players: list[int]) -> dict[int, np.ndarray]:
+    """The hand values ($, states × n per layer ``players``) of sweep ``label``'s saved layers: one
+    small member of each file, the FGS chain's next depth's successor values."""
+    values = {}
+    for n in players:
+        path = _paths(folder, label, n)[0]
+        with reading_checkpoint(path), np.load(path) as data:
+            values[n] = data["values"]
+    return values
+
+
 def sweep_saved(folder: Path, label: str, players: list[int]) -> bool:
     """Whether every layer (``players``) of sweep ``label`` is saved, so none needs a warm start."""
     return all(_paths(folder, label, n)[0].exists() for n in players)

@@ -640,11 +640,12 @@ def test_an_interrupted_model_ex_post_keeps_the_models_it_checked(tiny_build, tm
 
     warehouse, resources, instance, checked = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, analysis,
                                                                      "ex_post", analysis.ex_post_models)
-    # `./lab build` again: every model sweep is read back from .cache/models ...
+    # `./lab build` again: every model sweep is in the warehouse as .cache/models holds it (none read back) ...
     result = dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources)
-    read_back = [layer for node in ("model_strategies", "fgs_strategies")
-                 for layer in result.asset_materializations_for_node(node)[0].metadata["layers_read_back"].value]
-    assert sorted(set(read_back)) == sorted(f"{m} {n}p" for m in MODELS for n in (2, 3))
+    meta = {node: result.asset_materializations_for_node(node)[0].metadata
+            for node in ("model_strategies", "fgs_strategies")}
+    assert meta["model_strategies"]["warm_start"].value == "none needed (every sweep is in the warehouse)"
+    assert all(m["layers_read_back"].value == [] and "rows_model_nodes" not in m for m in meta.values())
     # ... or, that folder deleted, solved again to the same strategies (the solves are deterministic)
     shutil.rmtree(tmp_path / "cache" / "models")
     assert dg.materialize(MODEL_SWEEPS, instance=instance, resources=resources).success
@@ -993,24 +994,29 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
 
 def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, tmp_path, monkeypatch):
     """With the sweep checkpoints of the model sweeps the warehouse holds, `model_strategies` and
-    `fgs_strategies` read no strategies back and write no `model_nodes` (about a minute each way
-    per sweep of the 45-unit 5-player layer, at every resume of the `thesis` model analyses): the
-    same rows, checks passed. A sweep whose `model_sweeps` rows differ from its checkpoint is read
-    back with its strategies and written again, and only that one."""
+    `fgs_strategies` compile no hand, read no sweep back and write no `model_nodes` (minutes at every
+    resume of the `thesis` model analyses): the same rows, the same metadata, checks passed. A sweep
+    whose `model_sweeps` rows differ from its checkpoint is read back with its strategies and
+    written again, and only that one (the others of its asset read back without theirs)."""
     import shutil
 
     import dagster as dg
 
+    import assets.fgs as fgs
+    import assets.model_analysis as model_analysis
     import engine.model_strategies as ms
     from assets.fgs import fgs_strategies
     from assets.model_analysis import model_strategies
 
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     shutil.copytree(tiny_build["root"] / "cache" / "models", tmp_path / "cache" / "models")
-    read = []
+    read, compiled = [], []
     real = ms.load_sweep_layer
     monkeypatch.setattr(ms, "load_sweep_layer", lambda folder, label, n, *a, strategies=True, **k: (
         read.append((label, n, strategies)), real(folder, label, n, *a, strategies=strategies, **k))[1])
+    for module in (model_analysis, fgs):
+        monkeypatch.setattr(module, "compile_game", lambda *a, module=module, real=module.compile_game: (
+            compiled.append(module.__name__), real(*a))[1])
     query = "SELECT * FROM {} WHERE game = 'tiny' ORDER BY ALL"
 
     def rows() -> dict:
@@ -1018,13 +1024,17 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
             return {t: con.execute(query.format(t)).df() for t in ("model_nodes", "model_sweeps", "fgs_values")}
 
     before = rows()
-    labels = [*MODELS]
     result = dg.materialize([model_strategies, fgs_strategies], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
-    assert {(label, strategies) for label, _, strategies in read} == {(m, False) for m in labels}
+    assert read == [] and compiled == []  # every sweep held: not even a hand compiled
     meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
             for e in result.get_asset_materialization_events()}
-    assert "rows_model_nodes" not in meta["model_strategies"] and "rows_model_nodes" not in meta["fgs_strategies"]
+    first = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
+             for e in tiny_build["result"].get_asset_materialization_events()}
+    for asset in ("model_strategies", "fgs_strategies"):
+        assert "rows_model_nodes" not in meta[asset]
+        assert meta[asset]["cfr_iterations"].value == first[asset]["cfr_iterations"].value
+        assert meta[asset]["sweep_s"].value == pytest.approx(first[asset]["sweep_s"].value, abs=0.11)
     after = rows()
     for t in before:
         pd.testing.assert_frame_equal(before[t], after[t])
@@ -1032,9 +1042,10 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
     with duckdb.connect(str(warehouse)) as con:
         con.execute("UPDATE model_sweeps SET wall_s = wall_s + 1 WHERE game = 'tiny' AND model = 'weitzman' "
                     "AND players = 3")
-    read.clear()
     assert dg.materialize([model_strategies, fgs_strategies], resources=resources).success
-    assert {(label, strategies) for label, _, strategies in read} == {(m, m == "weitzman") for m in labels}
+    assert {(label, strategies) for label, _, strategies in read} == {("harville", False), ("weitzman", True),
+                                                                      ("roberts", False)}
+    assert compiled == ["assets.model_analysis"]  # the FGS sweeps, all held, need no hand
     after = rows()
     for t in before:
         pd.testing.assert_frame_equal(before[t], after[t])
