@@ -12,13 +12,17 @@ is, and that error is not always what ends the step:
 
 The watch below does not depend on where the handler's exception goes: the C-level signal handler
 writes the signal's number to a "wakeup" file descriptor before any Python handler runs
-(:func:`signal.set_wakeup_fd`), so the build reads every SIGINT from a pipe.
+(:func:`signal.set_wakeup_fd`), so the build reads every SIGINT from a pipe. Python prints an
+exception it drops that way with its traceback (``sys.unraisablehook``), seen when the interrupt
+landed in llvmlite's finalizer of a numba object: while the watch has had a SIGINT, it keeps such
+an interrupt off the screen (anything else dropped is printed as before).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from types import TracebackType
 
 
@@ -32,13 +36,25 @@ class SigintWatch:
         self.received = False
         self._read = self._write = -1
         self._previous = -1
+        self._previous_hook = sys.unraisablehook
 
     def __enter__(self) -> SigintWatch:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)  # set_wakeup_fd requires it: a signal handler never blocks
         self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
+
+    def _unraisable(self, unraisable) -> None:
+        """An exception Python had to drop: the interrupt (an exception outside ``Exception``, such as
+        Dagster's ``DagsterExecutionInterruptedError`` or ``KeyboardInterrupt``) once a SIGINT has
+        arrived is kept quiet, since the watch stops the build for it; anything else goes to the
+        previous hook."""
+        error = unraisable.exc_value
+        if isinstance(error, BaseException) and not isinstance(error, Exception) and (self.poll() or self.received):
+            return
+        self._previous_hook(unraisable)
 
     def poll(self) -> bool:
         """True when a SIGINT arrived since the last poll (a full pipe drops bytes, never a first one)."""
@@ -58,6 +74,7 @@ class SigintWatch:
                  trace: TracebackType | None) -> None:
         self.poll()
         signal.set_wakeup_fd(self._previous)
+        sys.unraisablehook = self._previous_hook
         os.close(self._read)
         os.close(self._write)
         self._read = self._write = -1

@@ -770,3 +770,41 @@ def test_a_build_whose_interrupt_a_query_swallowed_still_stops_and_exits_130(cap
     assert "Traceback" not in err and "ERROR" not in err and "build failed" not in err, err
     assert "building pair table" not in err and " solve_" not in err, err  # stopped at the next step
     assert "built 'tiny'" not in out
+
+
+def test_an_interrupt_a_finalizer_drops_after_a_sigint_is_not_printed(monkeypatch):
+    """Dagster raises its interrupt wherever the main thread is; landed in a finalizer (llvmlite's, of
+    a numba object), Python dropped it and printed its traceback under the build's "interrupted"
+    line (a test run on a busy machine). Within the SIGINT watch, an interrupt dropped after a
+    SIGINT goes unprinted; one dropped before any SIGINT, and every ordinary exception, go to the
+    hook as before, and the hook is put back after."""
+    import signal
+    import sys
+
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    from jamfold.interrupts import SigintWatch
+
+    class Dropping:
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def __del__(self) -> None:
+            raise self.error
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: seen.append(repr(unraisable.exc_value)))
+    before = sys.unraisablehook
+    previous = signal.signal(signal.SIGINT, lambda *_: None)  # (Dagster's handler raises; this one does nothing)
+    try:
+        with SigintWatch() as watch:
+            Dropping(KeyboardInterrupt("before the signal"))
+            signal.raise_signal(signal.SIGINT)
+            Dropping(DagsterExecutionInterruptedError("the build's interrupt"))
+            Dropping(KeyboardInterrupt("another"))
+            Dropping(ValueError("a real error"))
+        assert watch.received
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == ["KeyboardInterrupt('before the signal')", "ValueError('a real error')"]
+    assert sys.unraisablehook is before
