@@ -15,8 +15,9 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.model_analysis import (HARVILLE_READ_BACK, all_held_line, harville_sweep, model_strategies, store_sweep,
-                                   sweep_checkpoint_dir, sweep_checks, sweep_logger, sweep_totals, sweeps_held)
+from assets.model_analysis import (HARVILLE_READ_BACK, all_held_line, harville_sweep, log_held, model_strategies,
+                                   store_sweep, sweep_checkpoint_dir, sweep_checks, sweep_logger, sweep_totals,
+                                   sweeps_held)
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums
 from assets.solve import equilibrium_tensors
 from engine.config import GameConfig
@@ -120,9 +121,7 @@ def _fgs_chain(context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: Wa
     else:  # the chain ran before: its sweeps are read back, or a depth missing from the checkpoint starts cold
         context.log.info("Harville's solvers are no longer kept: the FGS sweeps saved are read back, "
                          "any other starts cold")
-    if any(held.values()):
-        context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
-                         + ", ".join(label for label, is_held in held.items() if is_held))
+    log_held(context, held)
     _, values = fgs_sweeps(layers, model_values("harville", stacks, cfg.payouts), cfg.fgs_depth, cfg.gamma, tensors,
                            progress=progress, first=harville, checkpoint=sweep_checkpoint_dir(cfg),
                            on_sweep=lambda s: store_sweep(warehouse, cfg, layers, s, layer_wall[s.label], rows,

@@ -122,6 +122,13 @@ def all_held_line(labels: list[str]) -> str:
             "read back or write")
 
 
+def log_held(context: dg.AssetExecutionContext, held: dict[str, bool]) -> None:
+    """Log the sweeps the warehouse holds (:func:`sweeps_held`), if any, before the others are solved."""
+    if any(held.values()):
+        context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
+                         + ", ".join(label for label, is_held in held.items() if is_held))
+
+
 def store_sweep(warehouse: WarehouseResource, cfg: GameConfig, layers: dict, sweep: Sweep,
                 layer_wall: dict[int, float], rows: dict[str, int], held: bool = False) -> None:
     """Write a finished sweep's rows to `model_nodes` and `model_sweeps` (one transaction
@@ -243,9 +250,7 @@ def _solve_icm_sweeps(context: dg.AssetExecutionContext, cfg: GameConfig, wareho
     # equilibrium's: on the quick game Weitzman 40 s instead of 73 s, Roberts 54 s instead of
     # 94 s), each state's solver dropped once solved. So one layer of solvers is in memory at a
     # time, and one sweep's strategies.
-    if any(held.values()):
-        context.log.info("in the warehouse as their checkpoints hold them (nothing to read back or write): "
-                         + ", ".join(m for m in MODELS if held[m]))
+    log_held(context, held)
     harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=not held["harville"])
     context.log.info(f"Harville's warm start: {warm_start}")
     store_sweep(warehouse, cfg, layers, harville, layer_wall["harville"], rows, held["harville"])
