@@ -284,8 +284,7 @@ def _restore_blocks(folder: Path, n: int, rnd: int, base_probs: list, last_reply
         if k not in (rnd - 1, rnd):
             path.unlink()
             continue
-        with reading_checkpoint(path):
-            data = np.load(path)
+        with reading_checkpoint(path), np.load(path) as data:
             with_replies = "keys" in data.files  # (blocks of an older version hold no replies)
             streams = [RowStream(data, name) for name in ("base", "seats", "keys")[:3 if with_replies else 2]]
             base, seats = streams[:2]

@@ -460,8 +460,7 @@ def finished_layer(folder: Path, n: int) -> tuple[np.ndarray, list[dict], str | 
     path = layer_path(folder, n)
     if not path.exists():
         return None
-    with reading_checkpoint(path):
-        data = np.load(path)
+    with reading_checkpoint(path), np.load(path) as data:
         if "finished" not in data or not bool(data["finished"]):
             return None
         stamp = folder / f"layer{n}.lower"
