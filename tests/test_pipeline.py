@@ -358,6 +358,12 @@ def test_simulation_tables(tiny_build):
     assert np.abs(weighted).max() < 1e-9
 
 
+def _metadata(result) -> dict:
+    """Each materialized asset's metadata in a Dagster execution result, by asset name."""
+    return {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+
+
 def _tiny_copy(tiny_build, tmp_path, monkeypatch):
     """A copy of the tiny build's warehouse with an empty cache (no checkpoints) in ``tmp_path``:
     (warehouse path, resources) for materializing single assets again."""
@@ -964,17 +970,15 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
             return {t: con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables}
 
     before = rows()
-    first = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
-             for e in tiny_build["result"].get_asset_materialization_events()}
+    first = _metadata(tiny_build["result"])
     result = dg.materialize(solve_asset.LAYER_ASSETS, resources=resources)
     assert result.success and solved == []
     assert all(c.passed for c in result.get_asset_check_evaluations())
-    for e in result.get_asset_materialization_events():
-        meta, name = e.event_specific_data.materialization.metadata, e.asset_key.to_user_string()
-        if name in ("solve_2p", "solve_3p"):
-            assert "unchanged" in meta
-            for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd"):
-                assert meta[key].value == first[name][key].value
+    meta = _metadata(result)
+    for name in ("solve_2p", "solve_3p"):
+        assert "unchanged" in meta[name]
+        for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd"):
+            assert meta[name][key].value == first[name][key].value
     after = rows()
     for t in tables:
         pd.testing.assert_frame_equal(before[t], after[t])
@@ -984,8 +988,7 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
                     "AND state_id = 0 AND position = 0")
     result = dg.materialize(solve_asset.LAYER_ASSETS, resources=resources)
     assert result.success and solved == [3]
-    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
-            for e in result.get_asset_materialization_events()}
+    meta = _metadata(result)
     assert "unchanged" in meta["solve_2p"] and "unchanged" not in meta["solve_3p"]
     after = rows()
     for t in tables:
@@ -1027,10 +1030,7 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
     result = dg.materialize([model_strategies, fgs_strategies], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
     assert read == [] and compiled == []  # every sweep held: not even a hand compiled
-    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
-            for e in result.get_asset_materialization_events()}
-    first = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata
-             for e in tiny_build["result"].get_asset_materialization_events()}
+    meta, first = _metadata(result), _metadata(tiny_build["result"])
     for asset in ("model_strategies", "fgs_strategies"):
         assert "rows_model_nodes" not in meta[asset]
         assert meta[asset]["cfr_iterations"].value == first[asset]["cfr_iterations"].value
