@@ -254,10 +254,9 @@ def _solve_icm_sweeps(context: dg.AssetExecutionContext, cfg: GameConfig, wareho
     harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=not held["harville"])
     context.log.info(f"Harville's warm start: {warm_start}")
     store_sweep(warehouse, cfg, layers, harville, layer_wall["harville"], rows, held["harville"])
-    sweeps = [harville]
     for model in [m for m in MODELS if m != "harville"]:
-        sweeps.append(solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
-                                  warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False,
-                                  read_strategies=not held[model]))
-        store_sweep(warehouse, cfg, layers, sweeps[-1], layer_wall[model], rows, held[model])
+        sweep = solve_sweep(model, layers, model_values(model, stacks, cfg.payouts), cfg.gamma, tensors,
+                            warm=harville.solvers, progress=progress, checkpoint=folder, keep_solvers=False,
+                            read_strategies=not held[model])
+        store_sweep(warehouse, cfg, layers, sweep, layer_wall[model], rows, held[model])
     return warm_start

@@ -285,22 +285,22 @@ def _restore_blocks(folder: Path, n: int, rnd: int, base_probs: list, last_reply
             path.unlink()
             continue
         with reading_checkpoint(path), np.load(path) as data:
-            with_replies = "keys" in data.files  # (blocks of an older version hold no replies)
-            streams = [RowStream(data, name) for name in ("base", "seats", "keys")[:3 if with_replies else 2]]
-            base, seats = streams[:2]
-            key_rows = iter(data["key_rows"].tolist() if with_replies else [])
+            base, seats = RowStream(data, "base"), RowStream(data, "seats")
+            keys = RowStream(data, "keys") if "keys" in data.files else None  # (older blocks hold no replies)
+            key_rows = iter(data["key_rows"].tolist() if keys is not None else ())
             try:
                 for s, t, update, deviating, own in zip(data["states"].tolist(), data["terminals"].tolist(),
                                                          data["updates"], data["deviating"].tolist(), data["own"]):
                     base_probs[s] = base.take(t)
                     per_seat = [seats.take(t) if o else base_probs[s] for o in own]
-                    for p in np.flatnonzero(own) if with_replies else ():
-                        last_reply[s][p], last_probs[s][p] = streams[2].take(next(key_rows)), per_seat[p]
+                    for p in np.flatnonzero(own) if keys is not None else ():
+                        last_reply[s][p], last_probs[s][p] = keys.take(next(key_rows)), per_seat[p]
                     if k == rnd:
                         restored[s] = (update.copy(), per_seat, deviating)
             finally:
-                for stream in streams:
-                    stream.close()
+                for stream in (base, seats, keys):
+                    if stream is not None:
+                        stream.close()
             if k == rnd:
                 elapsed = max(elapsed, float(data["elapsed"]))
     return restored, elapsed
