@@ -364,6 +364,17 @@ def _metadata(result) -> dict:
             for e in result.get_asset_materialization_events()}
 
 
+def _game_tables(warehouse, tables: tuple[str, ...]) -> dict:
+    """The tiny game's rows of each of ``tables``, sorted, to compare a rebuild's tables with."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return {t: con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables}
+
+
+def _assert_same_tables(before: dict, after: dict) -> None:
+    for t in before:
+        pd.testing.assert_frame_equal(before[t], after[t])
+
+
 def _tiny_copy(tiny_build, tmp_path, monkeypatch):
     """A copy of the tiny build's warehouse with an empty cache (no checkpoints) in ``tmp_path``:
     (warehouse path, resources) for materializing single assets again."""
@@ -964,12 +975,7 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     monkeypatch.setattr(solve_asset, "solve_layer",
                         lambda units, n, *a, **k: (solved.append(n), real(units, n, *a, **k))[1])
     tables = ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log")
-
-    def rows() -> dict:
-        with duckdb.connect(str(warehouse), read_only=True) as con:
-            return {t: con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables}
-
-    before = rows()
+    before = _game_tables(warehouse, tables)
     first = _metadata(tiny_build["result"])
     result = dg.materialize(solve_asset.LAYER_ASSETS, resources=resources)
     assert result.success and solved == []
@@ -979,9 +985,7 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
         assert "unchanged" in meta[name]
         for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd"):
             assert meta[name][key].value == first[name][key].value
-    after = rows()
-    for t in tables:
-        pd.testing.assert_frame_equal(before[t], after[t])
+    _assert_same_tables(before, _game_tables(warehouse, tables))
 
     with duckdb.connect(str(warehouse)) as con:
         con.execute("UPDATE equilibrium_values SET value = nextafter(value, 1e9) WHERE game = 'tiny' AND players = 3 "
@@ -990,9 +994,7 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     assert result.success and solved == [3]
     meta = _metadata(result)
     assert "unchanged" in meta["solve_2p"] and "unchanged" not in meta["solve_3p"]
-    after = rows()
-    for t in tables:
-        pd.testing.assert_frame_equal(before[t], after[t])
+    _assert_same_tables(before, _game_tables(warehouse, tables))
 
 
 def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, tmp_path, monkeypatch):
@@ -1020,13 +1022,8 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
     for module in (model_analysis, fgs):
         monkeypatch.setattr(module, "compile_game", lambda *a, module=module, real=module.compile_game: (
             compiled.append(module.__name__), real(*a))[1])
-    query = "SELECT * FROM {} WHERE game = 'tiny' ORDER BY ALL"
-
-    def rows() -> dict:
-        with duckdb.connect(str(warehouse), read_only=True) as con:
-            return {t: con.execute(query.format(t)).df() for t in ("model_nodes", "model_sweeps", "fgs_values")}
-
-    before = rows()
+    tables = ("model_nodes", "model_sweeps", "fgs_values")
+    before = _game_tables(warehouse, tables)
     result = dg.materialize([model_strategies, fgs_strategies], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
     assert read == [] and compiled == []  # every sweep held: not even a hand compiled
@@ -1035,9 +1032,7 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
         assert "rows_model_nodes" not in meta[asset]
         assert meta[asset]["cfr_iterations"].value == first[asset]["cfr_iterations"].value
         assert meta[asset]["sweep_s"].value == pytest.approx(first[asset]["sweep_s"].value, abs=0.11)
-    after = rows()
-    for t in before:
-        pd.testing.assert_frame_equal(before[t], after[t])
+    _assert_same_tables(before, _game_tables(warehouse, tables))
 
     with duckdb.connect(str(warehouse)) as con:
         con.execute("UPDATE model_sweeps SET wall_s = wall_s + 1 WHERE game = 'tiny' AND model = 'weitzman' "
@@ -1046,9 +1041,7 @@ def test_a_rebuild_takes_the_sweeps_the_warehouse_holds_as_they_are(tiny_build, 
     assert {(label, strategies) for label, _, strategies in read} == {("harville", False), ("weitzman", True),
                                                                       ("roberts", False)}
     assert compiled == ["assets.model_analysis"]  # the FGS sweeps, all held, need no hand
-    after = rows()
-    for t in before:
-        pd.testing.assert_frame_equal(before[t], after[t])
+    _assert_same_tables(before, _game_tables(warehouse, tables))
 
 
 def test_a_rebuild_keeping_every_models_ex_post_compiles_no_hand(tiny_build, tmp_path, monkeypatch):
@@ -1089,11 +1082,7 @@ def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_pa
     monkeypatch.setattr(simulation, "read_strategies", lambda *a: used.append(a))
     monkeypatch.setattr(simulation, "pack_game", lambda *a: used.append(a))
     tables = ("simulation", "direct_matches")
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        before = [con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables]
+    before = _game_tables(warehouse, tables)
     result = dg.materialize([simulation.simulations], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and used == []
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        after = [con.execute(f"SELECT * FROM {t} WHERE game = 'tiny' ORDER BY ALL").df() for t in tables]
-    for frame, again in zip(before, after):
-        pd.testing.assert_frame_equal(frame, again)
+    _assert_same_tables(before, _game_tables(warehouse, tables))
