@@ -15,9 +15,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from assets.paths import EQUILIBRIUM, cache_dir, ex_post_unit
+from assets.paths import EQUILIBRIUM, ex_post_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_key, rows_digest
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_from_checkpoint
 from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
@@ -134,12 +134,19 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
         m = n_states(cfg.units, n)
         unit = ex_post_unit(n)
         with warehouse.connect() as con:
-            done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)),
+            done = UnitCheckpoint(game_cache_dir("ex_post", cfg),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
             kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ? AND players = ?",
                                [cfg.name, PROFILE, n]).fetchone()[0]
             lower = lower_nemesis_values(con, cfg, n)
-        record = done.load(unit) if kept == n * m else None
+        record = done.load(unit)
+        if record is not None and kept != n * m:  # checked for a game of another name, same equilibrium?
+            with warehouse.connect() as con:
+                key = {"game": cfg.name, "profile": PROFILE, "players": n}
+                if rows_from_checkpoint(con, done, unit, "nemesis_values", key, n * m):
+                    kept = n * m
+                else:
+                    record = None
         if record is not None:
             context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
                              f"already ({kept} rows)")
@@ -159,7 +166,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             with warehouse.connect() as con:
                 kept = db.replace_rows(con, "nemesis_values", frame,
                                        {"game": cfg.name, "profile": PROFILE, "players": n})
-            done.save(unit, record)
+            done.save(unit, record, rows=frame)
             context.log.info(f"{n}-player layer: nemesis values of {m:,} states in {record['rounds']} rounds, "
                              f"{time.perf_counter() - t0:.1f} s; largest gain {record['max_gain']:.6f} $")
         with warehouse.connect() as con:

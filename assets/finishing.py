@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
-from assets.paths import cache_dir, finishing_unit
+from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_key
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_from_checkpoint
 from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
@@ -116,7 +116,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
         t0 = time.perf_counter()
         m = n_states(cfg.units, n)
         with warehouse.connect() as con:
-            done = UnitCheckpoint(cache_dir("finishing", game_key(cfg)),
+            done = UnitCheckpoint(game_cache_dir("finishing", cfg),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
             rows_by_layer = dict(con.execute("SELECT players, count(*) FROM finishing WHERE game = ? AND players <= ? "
                                              "GROUP BY players", [cfg.name, n]).fetchall())
@@ -128,6 +128,11 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                  f"successors' probabilities)")
             lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
         unit = done.load(finishing_unit(n))
+        if unit is not None and kept != unit["rows"]:  # finished for a game of another name, same equilibrium?
+            with warehouse.connect() as con:
+                if rows_from_checkpoint(con, done, finishing_unit(n), "finishing", {"game": cfg.name, "players": n},
+                                        unit["rows"]):
+                    kept = unit["rows"]
         if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
             rows = kept
             context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
@@ -141,7 +146,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
             frame = finishing_rows(layer_finishing(hands, probs, n, lower, cfg.players))  # lower: the layers below n
             with warehouse.connect() as con:
                 rows = db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
-            done.save(finishing_unit(n), {"rows": len(frame)})
+            done.save(finishing_unit(n), {"rows": len(frame)}, rows=frame)
             context.log.info(f"{n}-player layer: finishing probabilities of {m:,} states in "
                              f"{time.perf_counter() - t0:.2f} s")
         with warehouse.connect() as con:

@@ -25,9 +25,8 @@ import numpy as np
 import pandas as pd
 
 from assets.models import equity_model_tables
-from assets.paths import cache_dir
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import game_key, rows_digest
+from assets.resume import game_cache_dir, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.config import GameConfig
 from engine.equity_models import MODELS
@@ -42,7 +41,7 @@ from warehouse import db
 
 def sweep_checkpoint_dir(cfg: GameConfig) -> Path:
     """Where the model sweeps of a game checkpoint (keyed like the equilibrium's: game, tables, gamma)."""
-    return cache_dir("models", game_key(cfg))
+    return game_cache_dir("models", cfg)
 
 
 def strategies_fingerprint(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> str | None:

@@ -18,9 +18,8 @@ import numpy as np
 from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies, strategies_fingerprint
-from assets.paths import cache_dir
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import UnitCheckpoint, game_key
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_from_checkpoint
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
 from engine.equity_models import model_names
@@ -57,11 +56,16 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
     with warehouse.connect() as con:
         fingerprint = strategies_fingerprint(con, cfg)
-    done = UnitCheckpoint(cache_dir("ex_post", game_key(cfg)), {"model_strategies": fingerprint})
+    done = UnitCheckpoint(game_cache_dir("ex_post", cfg), {"model_strategies": fingerprint})
     for model in model_names(cfg.fgs_depth):
         record = done.load(model)
         if record is not None and "value_error" in record:  # (records before the convergence checks: check again)
             with warehouse.connect() as con:
+                # checked for a game of another name with the same equilibrium and model strategies?
+                if con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
+                               [cfg.name, model]).fetchone()[0] != record["rows"]:
+                    rows_from_checkpoint(con, done, model, "nemesis_values", {"game": cfg.name, "profile": model},
+                                         record["rows"])
                 count, low, mean, high = con.execute(
                     "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
                     [cfg.name, model]).fetchone()
@@ -93,7 +97,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         checked.append((float(frame["gain"].min()), record["worst_residual"], record["value_error"]))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
-        done.save(model, record)
+        done.save(model, record, rows=frame)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
     lows, residuals, value_errors = zip(*checked)
     min_gain, residual, value_err = min(lows), max(residuals), max(value_errors)

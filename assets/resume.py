@@ -2,10 +2,11 @@
 
 Some analyses loop over models (the nemesis check of each model's profile, the Monte Carlo
 tournaments of each model); on the thesis game each unit is minutes to hours. A
-:class:`UnitCheckpoint` keeps a small JSON record per finished unit in `.cache/<kind>/<game>-<key>/`,
-stamped with what the results depend on (a fingerprint of the upstream results and the
-parameters), so a rerun after an interrupt, or a rebuild of the same game, takes the units that
-match and redoes the rest. Delete the folder to redo them all.
+:class:`UnitCheckpoint` keeps a small JSON record per finished unit (and the rows it wrote) in
+`.cache/<kind>/<game_key>/`, stamped with what the results depend on (a fingerprint of the upstream
+results and the parameters), so a rerun after an interrupt, a rebuild of the same game, or a build
+of another game with the same equilibrium takes the units that match and redoes the rest. Delete
+the folder to redo them all.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import zipfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.atomic_files import write_text_atomic
+import numpy as np
+
+from assets.paths import cache_root
+from engine.atomic_files import atomic_path, write_text_atomic
 from engine.config import GameConfig
 
 if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
@@ -24,8 +30,48 @@ if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
 
 
 def game_key(cfg: GameConfig) -> str:
-    """Folder name of a game's checkpoints: its name and a digest of what its equilibrium depends on."""
-    return f"{cfg.name}-{hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]}"
+    """Folder name of a game's checkpoints (under `.cache/<kind>/`): its player count, units and a
+    digest of what its equilibrium depends on (:meth:`GameConfig.solve_key`), e.g. `5p45u-3f4a7bf881`.
+
+    Not its name: a profile run with an analysis flag (``--simulation-tournaments``, ``--fgs-depth``
+    …) is a game of another name with the same equilibrium, and must not solve it again (about 20 h
+    for `thesis`). What the analyses' kept units depend on beyond the equilibrium is in their stamps
+    (:class:`UnitCheckpoint`), as it must be already for a config file edited under the same name."""
+    return f"{cfg.players}p{cfg.units}u-{_solve_digest(cfg)}"
+
+
+def _solve_digest(cfg: GameConfig) -> str:
+    return hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
+
+
+def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> Path:
+    """The game's folder of ``kind`` checkpoints under ``root`` (the cache root), not made here.
+
+    Until 2026-11-29 the folders were named `<game name>-<digest>`. Where the new folder is absent
+    and such a folder of the same digest is there (the game's own name first, else the latest
+    written), ``adopt`` renames it to the new name, so no finished work is lost; without ``adopt``
+    (`jamfold progress`, which changes nothing beside a running build) the old folder is returned
+    as it is. Other old folders of the same digest are left alone (delete them by hand)."""
+    folder = root / kind / game_key(cfg)
+    if folder.exists():
+        return folder
+    digest = _solve_digest(cfg)
+    old = [p for p in (root / kind).glob(f"*-{digest}") if p.is_dir() and p != folder]
+    if not old:
+        return folder
+    own = [p for p in old if p.name == f"{cfg.name}-{digest}"]
+    found = own[0] if own else max(old, key=lambda p: p.stat().st_mtime)
+    if not adopt:
+        return found
+    found.rename(folder)
+    return folder
+
+
+def game_cache_dir(kind: str, cfg: GameConfig) -> Path:
+    """The game's folder of ``kind`` checkpoints in the cache (:func:`game_folder`), made if missing."""
+    folder = game_folder(cache_root(), kind, cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str | None:
@@ -54,15 +100,40 @@ class UnitCheckpoint:
         saved = json.loads(path.read_text())
         return saved["record"] if saved.get("stamp") == self.stamp else None
 
-    def save(self, unit: str, record: dict) -> None:
+    def save(self, unit: str, record: dict, rows: Mapping[str, Any] | None = None) -> None:
         """Keep ``record`` for ``unit`` (written to a temporary name and renamed: complete or absent),
-        and drop the unit's work folder (:meth:`work_dir`)."""
+        and drop the unit's work folder (:meth:`work_dir`).
+
+        ``rows`` (a DataFrame, or columns by name): the unit's table rows, kept beside the record for
+        a game of another name with the same equilibrium (they share this folder, :func:`game_key`),
+        whose warehouse lacks them: :func:`rows_from_checkpoint` writes them there instead of the
+        unit's work being done again. Written before the record, so a record never lacks them."""
         if not self.usable:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
+        if rows is not None:
+            with atomic_path(self._rows_path(unit)) as tmp, open(tmp, "wb") as f:
+                np.savez(f, **{name: _compact(np.asarray(column)) for name, column in rows.items()})
+        else:
+            self._rows_path(unit).unlink(missing_ok=True)  # (none of an earlier record's)
         path = self._path(unit)
         write_text_atomic(path, json.dumps({"stamp": self.stamp, "record": record}, default=_plain))
         self._drop_work(unit)
+
+    def load_rows(self, unit: str) -> dict[str, np.ndarray] | None:
+        """The rows :meth:`save` kept with ``unit``'s record, by column, while that record is valid
+        (:meth:`load`); None without them (a record saved before 2026-11-29, or a damaged file)."""
+        path = self._rows_path(unit)
+        if self.load(unit) is None or not path.exists():
+            return None
+        try:
+            with np.load(path) as data:
+                return {name: data[name] for name in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+            return None
+
+    def _rows_path(self, unit: str) -> Path:
+        return self.folder / f"{unit}.rows.npz"
 
     def work_dir(self, unit: str) -> Path | None:
         """A folder for the checkpoints of ``unit`` while it is being worked on (e.g. the nemesis
@@ -80,6 +151,23 @@ class UnitCheckpoint:
         for folder in work_folders(self.folder, unit):
             if folder != keep:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def rows_from_checkpoint(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit: str, table: str,
+                         key: dict[str, Any], expected: int) -> bool:
+    """Write into ``table``, under ``key`` (the game's name …), the ``expected`` rows ``done`` keeps
+    with ``unit``'s valid record (:meth:`UnitCheckpoint.save`): the unit was finished for a game of
+    another name with the same equilibrium and stamp, and this game's warehouse lacks its rows.
+    True when written; False (nothing written) without such rows, and the unit is to be done."""
+    import pandas as pd
+
+    from warehouse import db
+
+    columns = done.load_rows(unit)
+    if columns is None or any(len(c) != expected for c in columns.values()):
+        return False
+    db.replace_rows(con, table, pd.DataFrame(columns), key)
+    return True
 
 
 def kept_record(folder: Path, unit: str, stamped: dict[str, Any] | None = None) -> tuple[dict, float] | None:
@@ -106,6 +194,18 @@ def work_folders(folder: Path, unit: str) -> list[Path]:
     """The work folders of ``unit`` (:meth:`UnitCheckpoint.work_dir`), any stamp: one, or none, but
     where deleting an old one was cut short (its remains kept their stamp's name)."""
     return sorted(p for p in folder.glob(f"{unit}.work-*") if p.is_dir())
+
+
+def _compact(column: np.ndarray) -> np.ndarray:
+    """An integer column in the smallest integer type that holds it (state ids, positions, places:
+    a third of the bytes of the 45-unit 5-player layer's finishing rows); others as they are."""
+    if column.dtype.kind not in "iu" or column.size == 0:
+        return column
+    low, high = column.min(), column.max()
+    for kind in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32):
+        if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
+            return column.astype(kind)
+    return column
 
 
 def _plain(value: Any) -> Any:

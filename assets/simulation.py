@@ -25,9 +25,9 @@ from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.paths import cache_dir, hero_unit, match_parameters, match_unit, simulation_parameters
+from assets.paths import hero_unit, match_parameters, match_unit, simulation_parameters
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import UnitCheckpoint, game_key
+from assets.resume import UnitCheckpoint, game_cache_dir
 from assets.solve import LAYER_ASSETS, equilibrium_tensors
 from engine.config import position_names
 from engine.equity_models import model_names
@@ -163,7 +163,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         equilibrium = equilibrium_fingerprint(con, cfg.name)
         swept = strategies_fingerprint(con, cfg)
     played_on = {"equilibrium": equilibrium, **simulation_parameters(cfg)}
-    folder = cache_dir("simulations", game_key(cfg))
+    folder = game_cache_dir("simulations", cfg)
     control, done = UnitCheckpoint(folder, played_on), UnitCheckpoint(folder, {"model_strategies": swept, **played_on})
     matched = UnitCheckpoint(folder, {"model_strategies": swept, "equilibrium": equilibrium, **match_parameters(cfg)})
     rows, speeds, kept_speeds = [], [], []

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 
 from assets.models import game_states
-from assets.paths import cache_dir
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums, skipped_layer
-from assets.resume import game_key
+from assets.resume import game_cache_dir
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.checkpoint import LOG_FIELDS, finished_layer, folder_lock, lower_fingerprint
 from engine.config import GameConfig, position_names
@@ -61,7 +60,7 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
 
 
 def checkpoint_dir(cfg: GameConfig) -> Path:
-    return cache_dir("solve", game_key(cfg))
+    return game_cache_dir("solve", cfg)
 
 
 def read_layer_table(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, table: str, column: str,

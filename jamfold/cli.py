@@ -235,8 +235,12 @@ def cmd_build(args: argparse.Namespace) -> None:
     _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())
     # one build of a game at a time (two would write the same checkpoints), held from before the
-    # build writes anything: a running build's assets read the config copy it writes
-    with folder_lock(cache_root() / "builds" / cfg.name, f"a build of game '{cfg.name}'"):
+    # build writes anything: a running build's assets read the config copy it writes; games with the
+    # same equilibrium share their checkpoints (assets.resume.game_key), so they share the lock
+    from assets.resume import game_key
+
+    with folder_lock(cache_root() / "builds" / game_key(cfg),
+                     f"a build of game '{cfg.name}', or of a game with its equilibrium (they share checkpoints),"):
         _run_build(args, cfg, repo, home)
 
 
@@ -341,17 +345,17 @@ def cmd_progress(args: argparse.Namespace) -> None:
     lock (a build starting meanwhile is not disturbed)."""
     cfg = _config_from_args(args)
     from assets.paths import cache_root
-    from assets.resume import game_key
+    from assets.resume import game_folder, game_key
     from engine.solve_status import lock_holder
 
-    folder = cache_root() / "solve" / game_key(cfg)
+    folder = game_folder(cache_root(), "solve", cfg, adopt=False)
     print(f"game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts "
           f"${'/'.join(f'{x:g}' for x in cfg.payouts)}, gamma ${cfg.gamma:g}")
     print(f"checkpoints: {folder}")
-    build = lock_holder(cache_root() / "builds" / cfg.name)
+    build = lock_holder(cache_root() / "builds" / game_key(cfg))
     solve = lock_holder(folder) if folder.is_dir() else None
     if build is not None:
-        print(f"running: a build of game '{cfg.name}' (process {build})")
+        print(f"running: a build of game '{cfg.name}', or of a game with its equilibrium (process {build})")
     elif solve is not None:
         print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
     elif folder.is_dir() or (cache_root() / "rollout" / cfg.rollout_id("triples")).is_dir():

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_parameters, match_unit, simulation_parameters
-from assets.resume import game_key, kept_record, work_folders
+from assets.resume import game_folder, kept_record, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
 from engine.equity_models import model_names
@@ -193,7 +193,8 @@ def _model_ex_post(folder: Path, model: str, cfg: GameConfig, checked_after: flo
 def control_line(cfg: GameConfig, cache: Path, solved_at: float) -> str:
     """The equilibrium's own simulated tournaments (the control of the `simulations` asset, which a
     build with ``--skip-models`` plays too), once every layer is solved."""
-    found = kept_record(cache / "simulations" / game_key(cfg), hero_unit("equilibrium"), simulation_parameters(cfg))
+    found = kept_record(game_folder(cache, "simulations", cfg, adopt=False), hero_unit("equilibrium"),
+                        simulation_parameters(cfg))
     head = "the equilibrium's simulated tournaments (the control):"
     if found is None:
         return f"{head} not played yet with this game's tournaments and seed (it follows the solves)"
@@ -209,8 +210,8 @@ def control_line(cfg: GameConfig, cache: Path, solved_at: float) -> str:
 def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]:
     """Each model's sweep, ex post check and simulated tournaments (only once a sweep has
     started: a build with ``--skip-models`` runs none of them)."""
-    key = game_key(cfg)
-    folder = cache / "models" / key
+    folder, ex_post, simulated = (game_folder(cache, kind, cfg, adopt=False)
+                                  for kind in ("models", "ex_post", "simulations"))
     players = list(range(2, cfg.players + 1))
     sweeps = [sweep_status(folder, model, players) for model in model_names(cfg.fgs_depth)] if folder.is_dir() else []
     if not any(st.saved or st.current.saved_at is not None for st in sweeps):
@@ -237,12 +238,12 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
                    + kept(st.current, f"of {states:,} states done", "part"))
             continue
         parts = [f"{head} sweep done ({duration(sum(st.saved.values()))} over {len(st.saved)} layers)",
-                 _model_ex_post(cache / "ex_post" / key, st.label, cfg, swept_at)]
+                 _model_ex_post(ex_post, st.label, cfg, swept_at)]
         # its tournaments against the equilibrium, then (but Harville's) its direct match against Harville
         units = [(hero_unit(st.label), simulation_parameters(cfg))]
         if st.label != "harville":
             units.append((match_unit(st.label), match_parameters(cfg)))
-        records = [kept_record(cache / "simulations" / key, unit, stamped) for unit, stamped in units]
+        records = [kept_record(simulated, unit, stamped) for unit, stamped in units]
         played = all(r is not None and r[1] >= max(swept_at, solved_at) for r in records)
         parts.append("its tournaments simulated" if played else "not simulated yet")
         yield "; ".join(parts)
@@ -287,7 +288,7 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
         solved_at = max(solved_at, st.saved_at or 0.0)
         for line, kind in ((finishing_line, "finishing"), (ex_post_line, "ex_post")):
             try:
-                yield line(cache / kind / game_key(cfg), n, states, solved_at)
+                yield line(game_folder(cache, kind, cfg, adopt=False), n, states, solved_at)
             except DamagedCheckpoint as exc:
                 yield f"  {kind.replace('_', ' ')}: {exc}"
     if solved_at != float("inf"):

@@ -128,12 +128,19 @@ def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, t
 def test_a_second_build_of_the_same_game_is_refused_while_the_first_runs(capsys, tmp_path, monkeypatch):
     """One build of a game at a time (they would write the same checkpoints): the second says so in
     one line and exits 1, before any asset runs."""
+    from assets.resume import game_key
     from engine.checkpoint import folder_lock
+    from engine.config import profile
 
     monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
-    with folder_lock(tmp_path / "cache" / "builds" / "quick", "a build of game 'quick'"):
+    with folder_lock(tmp_path / "cache" / "builds" / game_key(profile("quick")), "a build of game 'quick'"):
         code, _, err = run(capsys, "build", "--profile", "quick", "--warehouse", str(tmp_path / "w.duckdb"))
-    assert code == 1 and "a build of game 'quick' is already running" in err and "Traceback" not in err, err
+        assert code == 1 and "a build of game 'quick', or of a game with its equilibrium (they share checkpoints), " \
+            "is already running" in err and "Traceback" not in err, err
+        # a game of other analysis fields shares the equilibrium's checkpoints, so its lock too
+        code, _, err = run(capsys, "build", "--profile", "quick", "--simulation-seed", "7",
+                           "--warehouse", str(tmp_path / "w.duckdb"))
+        assert code == 1 and "is already running" in err and "Traceback" not in err, err
 
 
 def test_the_definitions_load_whatever_game_the_environment_names(tmp_path):

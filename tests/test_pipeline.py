@@ -1086,3 +1086,52 @@ def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_pa
     result = dg.materialize([simulation.simulations], resources=resources)
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations()) and used == []
     _assert_same_tables(before, _game_tables(warehouse, tables))
+
+
+def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(tiny_build, tmp_path, monkeypatch):
+    """A game that differs from a built one only in analysis fields (here its name and seed; as
+    `./lab build --profile thesis --simulation-tournaments …` makes `thesis-<hash>`) shares its
+    checkpoints: each layer is read back from its finished checkpoint (no outer iteration), each
+    model sweep from its saved layers (no state solved), the finishing probabilities and nemesis
+    checks are taken from their units' kept rows (no hand compiled), where `thesis` would solve again for about 20 hours and sweep for some 150. Its
+    tables hold the built game's numbers under its own name."""
+    import shutil
+
+    import dagster as dg
+
+    import assets.ex_post as ex_post
+    import assets.finishing as finishing
+    import assets.model_ex_post as model_ex_post
+    import assets.solve as solve_asset
+    import engine.model_strategies as ms
+    from assets.definitions import ALL_ASSETS
+    from assets.resources import GameResource, WarehouseResource
+    from conftest import TINY_TOML
+
+    warehouse, _ = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    shutil.copytree(tiny_build["root"] / "cache", tmp_path / "cache")
+    config = tmp_path / "seeded.toml"
+    config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-seeded"') + "simulation_seed = 9\n")
+    events, swept, compiled = [], [], []
+    real = solve_asset.solve_layer
+
+    def solve_layer(*args, progress, **kwargs):
+        return real(*args, progress=lambda e: (events.append(e), progress(e)), **kwargs)
+
+    monkeypatch.setattr(solve_asset, "solve_layer", solve_layer)
+    monkeypatch.setattr(ms, "_solve_sweep_layer", lambda *a, **k: swept.append(a))
+    for module in (ex_post, finishing):
+        monkeypatch.setattr(module, "compile_layer", lambda *a: compiled.append(a))
+    monkeypatch.setattr(model_ex_post, "compile_game", lambda *a: compiled.append(a))
+    skipped = {"deviation_statistics", "simulations", "results_site"}  # (they reuse nothing of a solve)
+    result = dg.materialize([a for a in ALL_ASSETS if a.key.to_user_string() not in skipped], resources={
+        "game": GameResource(config_file=str(config)), "warehouse": WarehouseResource(path=str(warehouse))})
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+    assert [(e["players"], e["finished"]) for e in events if e["event"] == "resumed"] == [(2, True), (3, True)]
+    assert not [e for e in events if e["event"] == "outer"] and swept == [] and compiled == []
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        for table in ("equilibrium_values", "equilibrium_nodes", "model_nodes", "nemesis_values", "finishing"):
+            built, seeded = (con.execute(f"SELECT * EXCLUDE (game) FROM {table} WHERE game = ? ORDER BY ALL",
+                                         [game]).df() for game in ("tiny", "tiny-seeded"))
+            assert len(built) > 0
+            pd.testing.assert_frame_equal(built, seeded)

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from assets.resume import UnitCheckpoint
+from assets.resume import UnitCheckpoint, game_folder, game_key
+from engine.config import profile, with_overrides
 
 
 def test_a_unit_is_kept_only_against_the_stamp_it_was_finished_with(tmp_path):
@@ -47,6 +48,59 @@ class _Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_a_units_rows_are_kept_with_its_record_and_only_while_it_is_valid(tmp_path):
+    """The rows a unit wrote to the warehouse come back, column by column and to the bit, for a game
+    of the same equilibrium whose warehouse lacks them; not against another stamp, and not once the
+    unit is saved again without rows."""
+    import pandas as pd
+
+    folder = tmp_path / "finishing"
+    frame = pd.DataFrame({"state_id": np.arange(300), "position": np.arange(300) % 5 - 1,
+                          "probability": np.linspace(0, 1, 300) / 3})
+    done = UnitCheckpoint(folder, {"equilibrium": "abc"})
+    done.save("finishing-3p", {"rows": 300}, rows=frame)
+    columns = done.load_rows("finishing-3p")
+    assert columns["state_id"].dtype == np.uint16 and columns["position"].dtype == np.int8  # (a third of the bytes)
+    pd.testing.assert_frame_equal(pd.DataFrame(columns), frame, check_dtype=False)
+    assert (pd.DataFrame(columns)["probability"].to_numpy() == frame["probability"].to_numpy()).all()
+    assert UnitCheckpoint(folder, {"equilibrium": "xyz"}).load_rows("finishing-3p") is None
+    done.save("finishing-3p", {"rows": 2})
+    assert done.load_rows("finishing-3p") is None and not (folder / "finishing-3p.rows.npz").exists()
+    done.save("finishing-3p", {"rows": 300}, rows=frame)
+    (folder / "finishing-3p.rows.npz").write_bytes(b"PK\x03\x04 cut short")  # a damaged file: the unit is redone
+    assert done.load_rows("finishing-3p") is None
+
+
+def test_games_with_the_same_equilibrium_share_their_checkpoint_folders():
+    """The folders are keyed by what the equilibrium depends on, not by the game's name: a profile
+    run with an analysis flag (another name) finds the profile's solves; another gamma does not."""
+    thesis = profile("thesis")
+    seeded = with_overrides(thesis, simulation_tournaments=1000, fgs_depth=2, direct_match_tournaments=1000)
+    assert seeded.name != thesis.name and game_key(seeded) == game_key(thesis)
+    assert game_key(thesis).startswith("5p45u-")
+    assert game_key(with_overrides(thesis, gamma=1e-3)) != game_key(thesis)
+    assert game_key(with_overrides(thesis, payouts=[65, 35])) != game_key(thesis)
+
+
+def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):
+    """Folders named `<game name>-<digest>` (until 2026-11-29) are renamed to the new key with what
+    they hold, the game's own first; `jamfold progress` (no adopt) reads them where they are."""
+    cfg = profile("quick")
+    digest = game_key(cfg).split("-")[1]
+    own, other = tmp_path / "solve" / f"quick-{digest}", tmp_path / "solve" / f"quick-0c57c9-{digest}"
+    for folder in (other, own):
+        folder.mkdir(parents=True)
+        (folder / "layer2.npz").write_text(folder.name)
+    (tmp_path / "solve" / "quick-0123456789").mkdir()  # another equilibrium's: never taken
+    assert game_folder(tmp_path, "solve", cfg, adopt=False) == own and own.exists()
+    adopted = game_folder(tmp_path, "solve", cfg)
+    assert adopted == tmp_path / "solve" / game_key(cfg) and not own.exists() and other.exists()
+    assert (adopted / "layer2.npz").read_text() == f"quick-{digest}"
+    assert game_folder(tmp_path, "solve", cfg) == adopted  # from now on, the new folder
+    assert game_folder(tmp_path, "models", cfg) == tmp_path / "models" / game_key(cfg)  # none: not made either
+    assert not (tmp_path / "models").exists()
 
 
 def test_block_saver_saves_the_states_since_the_last_block_once_a_block_is_due(monkeypatch):

@@ -85,11 +85,12 @@ def test_progress_reports_what_the_checkpoints_hold_and_who_is_running(tiny_tens
     kept_block = folder / "kept.block"  # one of them, for the reopened layer below
     kept_block.write_bytes(sorted(folder.glob("layer3.outer2.block*.npz"))[0].read_bytes())
 
-    with folder_lock(cache / "builds" / "tiny", "a build of game 'tiny'"):  # as `jamfold build` holds it
-        assert f"running: a build of game 'tiny' (process {os.getpid()})" in _progress(config, capsys)
+    with folder_lock(cache / "builds" / game_key(cfg), "a build of game 'tiny'"):  # as `jamfold build` holds it
+        assert f"running: a build of game 'tiny', or of a game with its equilibrium (process {os.getpid()})" \
+            in _progress(config, capsys)
     if Path("/proc/locks").exists():  # (elsewhere the lock file's live process is taken as running)
         assert "no running build found" in _progress(config, capsys)  # the file stays, its lock is gone
-    (cache / "builds" / "tiny" / ".lock").write_bytes(b"\xff\xfe garbage")  # a lock file of nonsense
+    (cache / "builds" / game_key(cfg) / ".lock").write_bytes(b"\xff\xfe garbage")  # a lock file of nonsense
     assert "no running build found" in _progress(config, capsys)
 
     whole = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, {2: two.values}, threads=2, checkpoint=folder)
