@@ -1093,8 +1093,9 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     `./lab build --profile thesis --simulation-tournaments …` makes `thesis-<hash>`) shares its
     checkpoints: each layer is read back from its finished checkpoint (no outer iteration), each
     model sweep from its saved layers (no state solved), the finishing probabilities and nemesis
-    checks are taken from their units' kept rows (no hand compiled), where `thesis` would solve again for about 20 hours and sweep for some 150. Its
-    tables hold the built game's numbers under its own name."""
+    checks are taken from their units' kept rows (no hand compiled), where `thesis` would solve
+    again for about 20 hours and sweep for some 150. Its tables hold the built game's numbers under
+    its own name."""
     import shutil
 
     import dagster as dg
