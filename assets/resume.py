@@ -15,8 +15,8 @@ import hashlib
 import json
 import shutil
 import zipfile
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,6 +81,10 @@ def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str
     return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
 
 
+_ROWS_STAMP = "__stamp__"
+"""The member of a unit's rows file that holds the stamp they were saved with."""
+
+
 class UnitCheckpoint:
     """Records of finished units in ``folder``, valid while ``stamp`` (JSON-able) is unchanged."""
 
@@ -107,13 +111,15 @@ class UnitCheckpoint:
         ``rows`` (a DataFrame, or columns by name): the unit's table rows, kept beside the record for
         a game of another name with the same equilibrium (they share this folder, :func:`game_key`),
         whose warehouse lacks them: :func:`rows_from_checkpoint` writes them there instead of the
-        unit's work being done again. Written before the record, so a record never lacks them."""
+        unit's work being done again. Written before the record and stamped like it, so a record
+        never lacks them and never takes those of another stamp (a save cut between the two)."""
         if not self.usable:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         if rows is not None:
             with atomic_path(self._rows_path(unit)) as tmp, open(tmp, "wb") as f:
-                np.savez(f, **{name: _compact(np.asarray(column)) for name, column in rows.items()})
+                np.savez(f, **{name: _compact(np.asarray(column)) for name, column in rows.items()},
+                         **{_ROWS_STAMP: np.array(json.dumps(self.stamp, sort_keys=True))})
         else:
             self._rows_path(unit).unlink(missing_ok=True)  # (none of an earlier record's)
         path = self._path(unit)
@@ -128,7 +134,9 @@ class UnitCheckpoint:
             return None
         try:
             with np.load(path) as data:
-                return {name: data[name] for name in data.files}
+                if _ROWS_STAMP not in data.files or str(data[_ROWS_STAMP]) != json.dumps(self.stamp, sort_keys=True):
+                    return None
+                return {name: data[name] for name in data.files if name != _ROWS_STAMP}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile):
             return None
 

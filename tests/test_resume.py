@@ -1,5 +1,7 @@
 """assets.resume: finished units are kept only against the same stamp, and written whole."""
 
+import json
+
 import numpy as np
 
 from assets.resume import UnitCheckpoint, game_folder, game_key
@@ -69,6 +71,12 @@ def test_a_units_rows_are_kept_with_its_record_and_only_while_it_is_valid(tmp_pa
     done.save("finishing-3p", {"rows": 2})
     assert done.load_rows("finishing-3p") is None and not (folder / "finishing-3p.rows.npz").exists()
     done.save("finishing-3p", {"rows": 300}, rows=frame)
+    rows_file = (folder / "finishing-3p.rows.npz").read_bytes()
+    UnitCheckpoint(folder, {"equilibrium": "xyz"}).save("finishing-3p", {"rows": 300}, rows=frame.iloc[::-1])
+    (folder / "finishing-3p.json").write_text(json.dumps({"stamp": {"equilibrium": "abc"}, "record": {"rows": 300}}))
+    assert done.load_rows("finishing-3p") is None  # a save cut between rows and record: not the other stamp's rows
+    (folder / "finishing-3p.rows.npz").write_bytes(rows_file)
+    assert done.load_rows("finishing-3p") is not None
     (folder / "finishing-3p.rows.npz").write_bytes(b"PK\x03\x04 cut short")  # a damaged file: the unit is redone
     assert done.load_rows("finishing-3p") is None
 
