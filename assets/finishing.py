@@ -25,7 +25,7 @@ import pandas as pd
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_from_checkpoint
+from assets.resume import UnitCheckpoint, game_cache_dir, keep_rows_of, rows_from_checkpoint
 from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
@@ -135,6 +135,8 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                     kept = unit["rows"]
         if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
             rows = kept
+            with warehouse.connect() as con:
+                keep_rows_of(con, done, finishing_unit(n), unit, "finishing", {"game": cfg.name, "players": n})
             context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)

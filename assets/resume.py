@@ -129,6 +129,13 @@ class UnitCheckpoint:
     def load_rows(self, unit: str) -> dict[str, np.ndarray] | None:
         """The rows :meth:`save` kept with ``unit``'s record, by column, while that record is valid
         (:meth:`load`); None without them (a record saved before 2026-11-29, or a damaged file)."""
+        return self._read_rows(unit, columns=True)
+
+    def has_rows(self, unit: str) -> bool:
+        """Whether :meth:`load_rows` has rows to give (reads only their stamp)."""
+        return self._read_rows(unit, columns=False) is not None
+
+    def _read_rows(self, unit: str, columns: bool) -> dict[str, np.ndarray] | None:
         path = self._rows_path(unit)
         if self.load(unit) is None or not path.exists():
             return None
@@ -136,7 +143,7 @@ class UnitCheckpoint:
             with np.load(path) as data:
                 if _ROWS_STAMP not in data.files or str(data[_ROWS_STAMP]) != json.dumps(self.stamp, sort_keys=True):
                     return None
-                return {name: data[name] for name in data.files if name != _ROWS_STAMP}
+                return {name: data[name] for name in data.files if name != _ROWS_STAMP and columns}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile):
             return None
 
@@ -159,6 +166,18 @@ class UnitCheckpoint:
         for folder in work_folders(self.folder, unit):
             if folder != keep:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def keep_rows_of(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit: str, record: dict, table: str,
+                 key: dict[str, Any]) -> None:
+    """Keep with ``unit``'s valid ``record`` the rows the warehouse holds under ``key`` where the
+    record has none (a unit finished before 2026-11-29), so that a game of another name with the
+    same equilibrium can take them (:func:`rows_from_checkpoint`) instead of redoing the unit."""
+    if done.has_rows(unit):
+        return
+    where = " AND ".join(f"{column} = ?" for column in key)
+    frame = con.execute(f"SELECT * EXCLUDE ({', '.join(key)}) FROM {table} WHERE {where}", list(key.values())).df()
+    done.save(unit, record, rows=frame)
 
 
 def rows_from_checkpoint(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit: str, table: str,

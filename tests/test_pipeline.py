@@ -1109,8 +1109,16 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     from assets.resources import GameResource, WarehouseResource
     from conftest import TINY_TOML
 
-    warehouse, _ = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     shutil.copytree(tiny_build["root"] / "cache", tmp_path / "cache")
+    # records kept without their rows (before 2026-11-29) get them at their own game's next build
+    kept_rows = sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*.rows.npz"))
+    assert len(kept_rows) == 2 + 2 + len(MODELS)  # finishing and ex post per layer, each model's ex post
+    for path in kept_rows:
+        (tmp_path / path).unlink()
+    checks = [*finishing.FINISHING_ASSETS, *ex_post.EX_POST_ASSETS, model_ex_post.ex_post_models]
+    assert dg.materialize(checks, resources=resources).success
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*.rows.npz")) == kept_rows
     config = tmp_path / "seeded.toml"
     config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-seeded"') + "simulation_seed = 9\n")
     events, swept, compiled = [], [], []
