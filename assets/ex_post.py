@@ -145,14 +145,16 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             with warehouse.connect() as con:
                 if rows_from_checkpoint(con, done, unit, "nemesis_values", key, n * m):
                     kept = n * m
+                    context.log.info(f"{n}-player layer: the nemesis values of this equilibrium, checked for a "
+                                     f"game with the same equilibrium, taken from its checkpoint ({kept} rows)")
                 else:
                     record = None
-        if record is not None:
+        elif record is not None:
             with warehouse.connect() as con:
                 keep_rows_of(con, done, unit, record, "nemesis_values", key)
             context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
                              f"already ({kept} rows)")
-        else:
+        if record is None:
             tensors = equilibrium_tensors(warehouse.path, cfg)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
             with warehouse.connect() as con:

@@ -133,11 +133,14 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 if rows_from_checkpoint(con, done, finishing_unit(n), "finishing", {"game": cfg.name, "players": n},
                                         unit["rows"]):
                     kept = unit["rows"]
-        if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
-            rows = kept
+                    context.log.info(f"{n}-player layer: finishing probabilities computed for a game with the same "
+                                     f"equilibrium, taken from its checkpoint ({kept} rows)")
+        elif unit is not None:
             with warehouse.connect() as con:
                 keep_rows_of(con, done, finishing_unit(n), unit, "finishing", {"game": cfg.name, "players": n})
             context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
+        if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
+            rows = kept
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
             with warehouse.connect() as con:

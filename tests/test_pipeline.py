@@ -872,6 +872,15 @@ def test_a_rebuild_keeps_the_nemesis_values_of_the_same_equilibrium(tiny_build, 
     assert runs == [2, 3, 3]
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pd.testing.assert_frame_equal(before, con.execute(query).df())
+    # a kept record whose rows neither the warehouse nor the checkpoint holds: the layer is checked again
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium' AND players = 3")
+    (rows_file,) = (tmp_path / "cache" / "ex_post").glob("*/equilibrium.layer3.rows.npz")
+    rows_file.unlink()
+    assert dg.materialize(ex_post_asset.EX_POST_ASSETS, resources=resources).success
+    assert runs == [2, 3, 3, 3] and rows_file.exists()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pd.testing.assert_frame_equal(before, con.execute(query).df())
 
 
 def test_each_layers_ex_post_equals_the_whole_games_check(tiny_build):
