@@ -89,9 +89,26 @@ def dump_code(folder: str | Path, contains: tuple[str, ...], max_bytes: int = 1 
         if not any(c in name for c in contains):
             continue
         gap = entries[i + 1][0] - address if i + 1 < len(entries) else max_bytes
-        (target / f"{address:x}.bin").write_bytes(ctypes.string_at(address, min(gap, max_bytes)))
+        length = min(gap if gap > 0 else max_bytes, max_bytes, _readable_end(address) - address)
+        (target / f"{address:x}.bin").write_bytes(ctypes.string_at(address, length))
         saved += 1
     return saved
+
+
+def _readable_end(address: int) -> int:
+    """End of the readable mapping that holds ``address`` (``/proc/self/maps``), or of its page
+    where that is unknown: the last function of a code mapping is followed by unmapped memory, and
+    reading past the mapping kills the process (a test worker did, 2026-11-29)."""
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        maps = []
+    for line in maps:
+        span, perms = line.split()[:2]
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        if lo <= address < hi and perms.startswith("r"):
+            return hi
+    return (address | 4095) + 1
 
 
 _OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t[0-9a-f ]+\t(.*)$")  # address: bytes <tab> instruction

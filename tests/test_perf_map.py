@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 import pytest
 
-from engine.perf_map import compiled_functions, dump_code, hot_instructions, write_perf_map
+from engine.perf_map import _readable_end, compiled_functions, dump_code, hot_instructions, write_perf_map
 
 
 @nb.njit(cache=False)
@@ -48,6 +48,7 @@ def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instru
         # its first bytes are the function's own code (past the function, up to the cap, memory may
         # hold data that changes)
         assert 0 < len(code) <= 1 << 16 and code[:64] == ctypes.string_at(address, min(64, len(code)))
+        assert address + len(code) <= _readable_end(address)  # never read past its mapping (that crashes)
     listing = ["   1000:\t48 8b 04 c7          \tmov    (%rdi,%rax,8),%rax",
                "   1004:\t48 89 44 24 08       \tmov    %rax,0x8(%rsp)",
                "   1009:\t48 b9 70 d9 cd b1 a3 \tmovabs $0x7fa3b1cdd970,%rcx",
@@ -56,6 +57,17 @@ def test_code_dump_holds_the_kernels_machine_code_and_samples_land_on_its_instru
     rows = hot_instructions(Counter({0x1004: 7, 0x1013: 2, 0x5000: 9}), listing)
     assert rows == [(0x1000, 0, "mov (%rdi,%rax,8),%rax"), (0x1004, 7, "mov %rax,0x8(%rsp)"),
                     (0x1009, 0, "movabs $0x7fa3b1cdd970,%rcx"), (0x1013, 2, "ret")]
+
+
+def test_a_dump_ends_where_the_readable_memory_does():
+    """A mapping's end comes from /proc/self/maps; an address nobody mapped (page 0) ends with its page."""
+    import mmap
+
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    end = _readable_end(address + 100)
+    assert end >= address + mmap.PAGESIZE and (end - address) % mmap.PAGESIZE == 0
+    assert _readable_end(0x10) == 4096
 
 
 def test_annotate_refuses_bad_arguments_naming_them(tmp_path, capsys):
