@@ -282,14 +282,14 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
         print("(model sweeps skipped: --skip-models; Harville, Weitzman and Roberts are compared with the equilibrium "
               "and the equilibrium's tournaments are simulated, the same command without the flag goes on with the "
               "sweeps)", file=sys.stderr)
-    from jamfold.interrupts import SigintWatch
+    from jamfold.interrupts import SigintWatch, numba_compile_shield
     from jamfold.progress import BuildProgress, build_logger, quiet_interrupted_closes
 
     quiet_interrupted_closes()
     run_config: dict = {"loggers": {"build": {}}}
     if args.skip_models:  # the deviation statistics and the simulations take the models that need no sweep
         run_config["ops"] = {op: {"config": {"sweeps_left_out": True}} for op in ("deviation_statistics", "simulations")}
-    with SigintWatch() as sigints:
+    with SigintWatch() as sigints, numba_compile_shield():
         progress = BuildProgress(total=len(selection), sigints=sigints)
         defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
                               jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])

@@ -23,7 +23,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
+
+import numba.core.event as numba_events
 
 
 class SigintWatch:
@@ -88,3 +93,61 @@ def redeliver_sigint() -> None:
     reached the step's code stops it.
     """
     signal.raise_signal(signal.SIGINT)
+
+
+@contextmanager
+def numba_compile_shield() -> Iterator[None]:
+    """Within it, a SIGINT that arrives while the main thread holds numba's compiler lock (compiling
+    a kernel, or loading it from the on-disk cache) is held back and raised again once the lock is
+    released.
+
+    Why: Dagster raises its interrupt wherever the main thread is. Inside numba's compiler or
+    llvmlite it can land between an LLVM call and the Python bookkeeping of the object that call
+    made or freed (who owns it, whether it is closed); the object is freed twice later and the
+    build dies of SIGSEGV instead of saying it was interrupted: seen twice on 2026-11-29, a test's
+    build interrupted as it loaded its first layer's kernels (exit status -11, not 130).
+    """
+    shield = CompileShield()
+    numba_events.register("numba:compiler_lock", shield)
+    try:
+        yield
+    finally:
+        numba_events.unregister("numba:compiler_lock", shield)
+        shield.release()
+
+
+class CompileShield(numba_events.Listener):
+    """A listener of numba's "numba:compiler_lock" events (see :func:`numba_compile_shield`): holds
+    SIGINT back from the first acquisition of the lock in the main thread to its last release."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # the lock is re-entrant: nested acquisitions
+        self.previous = None
+        self.pending = False
+
+    def on_start(self, event) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # (only the main thread gets the interrupt)
+        self.depth += 1
+        if self.depth == 1:
+            self.previous = signal.getsignal(signal.SIGINT)
+            if self.previous is not None:  # (None: set outside Python, left alone)
+                signal.signal(signal.SIGINT, self._hold)
+
+    def on_end(self, event) -> None:
+        if threading.current_thread() is threading.main_thread() and self.depth > 0:
+            self.depth -= 1
+            if self.depth == 0:
+                self.release()
+
+    def _hold(self, signum: int, frame) -> None:
+        self.pending = True
+
+    def release(self) -> None:
+        """Put the previous handler back and give it the SIGINT held meanwhile."""
+        if self.previous is not None and signal.getsignal(signal.SIGINT) == self._hold:
+            signal.signal(signal.SIGINT, self.previous)
+        self.previous, self.depth = None, 0
+        if self.pending:
+            self.pending = False
+            signal.raise_signal(signal.SIGINT)

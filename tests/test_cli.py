@@ -815,3 +815,47 @@ def test_an_interrupt_a_finalizer_drops_after_a_sigint_is_not_printed(monkeypatc
         signal.signal(signal.SIGINT, previous)
     assert seen == ["KeyboardInterrupt('before the signal')", "ValueError('a real error')"]
     assert sys.unraisablehook is before
+
+
+def test_a_sigint_during_a_numba_compile_is_raised_once_the_compile_is_done():
+    """Ctrl-C landing while numba compiles (or loads from its cache) could free an LLVM object
+    twice and kill the build with SIGSEGV (exit -11 instead of 130, seen twice in fresh clones).
+    Within the build's compile shield, the interrupt is held until numba releases its compiler
+    lock: the kernel is compiled whole and the interrupt raised after it; without the shield it
+    lands inside the compile. The SIGINT handler is the same afterwards."""
+    import signal
+
+    import numba
+    import numba.core.event as ev
+
+    from jamfold.interrupts import numba_compile_shield
+
+    class SigintInCompile(ev.Listener):  # a Ctrl-C at the start of the compile proper, with numba's lock held
+        def on_start(self, event) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+        def on_end(self, event) -> None:
+            pass
+
+    def fresh_kernel():
+        @numba.njit
+        def add_one(x):
+            return x + 1
+        return add_one
+
+    handler = signal.getsignal(signal.SIGINT)
+    sender = SigintInCompile()
+    ev.register("numba:compile", sender)
+    try:
+        unshielded = fresh_kernel()
+        with pytest.raises(KeyboardInterrupt):
+            unshielded(1)
+        assert not unshielded.signatures  # interrupted inside its compile
+        shielded = fresh_kernel()
+        with numba_compile_shield():
+            with pytest.raises(KeyboardInterrupt):
+                shielded(1)
+            assert len(shielded.signatures) == 1 and shielded(2) == 3  # compiled whole, then interrupted
+    finally:
+        ev.unregister("numba:compile", sender)
+    assert signal.getsignal(signal.SIGINT) == handler
