@@ -38,6 +38,7 @@ import re
 import subprocess
 from collections import Counter
 from pathlib import Path
+import weakref
 
 from numba.core.dispatcher import Dispatcher
 
@@ -46,8 +47,8 @@ def compiled_functions() -> list[tuple[int, str]]:
     """(address, mangled name) of every function numba compiled in this process, sorted by address."""
     found: set[tuple[int, str]] = set()
     for obj in gc.get_objects():
-        if not isinstance(obj, Dispatcher):
-            continue
+        if isinstance(obj, weakref.ProxyTypes) or not isinstance(obj, Dispatcher):
+            continue  # (a proxy whose object is gone raises on isinstance: numba keeps some of a freed kernel)
         for result in obj.overloads.values():
             library = result.library
             module = getattr(library, "_final_module", None)
