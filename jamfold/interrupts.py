@@ -116,17 +116,26 @@ def numba_compile_shield() -> Iterator[None]:
         shield.release()
 
 
+HELD_MESSAGE = ("jamfold: Ctrl-C: stopping once numba has compiled the kernel it is compiling (up to a minute on "
+                "a first run); Ctrl-C again to stop at once")
+
+
 class CompileShield(numba_events.Listener):
     """A listener of numba's "numba:compiler_lock" events (see :func:`numba_compile_shield`): holds
-    SIGINT back from the first acquisition of the lock in the main thread to its last release."""
+    SIGINT back from the first acquisition of the lock in the main thread to its last release.
+
+    A cold compile of a layer's kernels holds the lock for half a minute or more, so the first
+    SIGINT held says so on stderr; a second one is not held: the user asked twice, and gets the
+    interrupt at once (inside the compile, as without the shield), the shield off from then on."""
 
     def __init__(self) -> None:
         self.depth = 0  # the lock is re-entrant: nested acquisitions
         self.previous = None
         self.pending = False
+        self.forced = False
 
     def on_start(self, event) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread() or self.forced:
             return  # (only the main thread gets the interrupt)
         self.depth += 1
         if self.depth == 1:
@@ -141,7 +150,14 @@ class CompileShield(numba_events.Listener):
                 self.release()
 
     def _hold(self, signum: int, frame) -> None:
+        if self.pending:  # the second: at once
+            self.forced = True
+            self.release()
+            return
         self.pending = True
+        from tqdm import tqdm  # (a build's progress bar, if any, is drawn again below the line)
+
+        tqdm.write(HELD_MESSAGE, file=sys.stderr)
 
     def release(self) -> None:
         """Put the previous handler back and give it the SIGINT held meanwhile."""

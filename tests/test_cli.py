@@ -857,3 +857,44 @@ def test_a_sigint_during_a_numba_compile_is_raised_once_the_compile_is_done():
     finally:
         ev.unregister("numba:compile", sender)
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_sigint_held_through_a_compile_says_so_and_a_second_one_is_raised_at_once(capfd):
+    """A cold compile holds numba's lock for half a minute or more: the first Ctrl-C held says why
+    the build has not stopped yet, and a second one reaches the build's handler at once (inside the
+    compile), with nothing held for later. Driven through the shield's own events, not a compile."""
+    import signal
+
+    from jamfold.interrupts import HELD_MESSAGE, CompileShield
+
+    calls = []
+    before = signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))
+    try:
+        shield = CompileShield()
+        shield.on_start(None)  # the compiler lock taken, twice (re-entrant)
+        shield.on_start(None)
+        signal.raise_signal(signal.SIGINT)
+        assert calls == [] and HELD_MESSAGE in capfd.readouterr().err
+        signal.raise_signal(signal.SIGINT)
+        assert calls == [signal.SIGINT] and capfd.readouterr().err == ""
+        shield.on_end(None)
+        shield.on_end(None)
+        shield.on_start(None)  # a compile after it is not shielded: the build is stopping
+        signal.raise_signal(signal.SIGINT)
+        shield.on_end(None)
+        shield.release()
+        assert calls == [signal.SIGINT] * 2  # nothing held back raised again
+    finally:
+        signal.signal(signal.SIGINT, before)
+    # the one-press case: held, then raised once the lock is released
+    calls.clear()
+    before = signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))
+    try:
+        shield = CompileShield()
+        shield.on_start(None)
+        signal.raise_signal(signal.SIGINT)
+        assert calls == []
+        shield.on_end(None)
+        assert calls == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, before)
