@@ -15,9 +15,9 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from assets.model_analysis import (HARVILLE_READ_BACK, all_held_line, harville_sweep, log_held, model_strategies,
-                                   store_sweep, sweep_checkpoint_dir, sweep_checks, sweep_logger, sweep_totals,
-                                   sweeps_held)
+from assets.model_analysis import (HARVILLE_READ_BACK, all_held_line, harville_sweep, hold_sweeps, log_held,
+                                   model_strategies, store_sweep, sweep_checkpoint_dir, sweep_checks, sweep_logger,
+                                   sweep_totals)
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums
 from assets.solve import equilibrium_tensors
 from engine.config import GameConfig
@@ -64,7 +64,7 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     rows: dict[str, int] = {}
     if cfg.fgs_depth:
         folder, players = sweep_checkpoint_dir(cfg), list(range(2, cfg.players + 1))
-        held = sweeps_held(warehouse, cfg, labels)
+        held = hold_sweeps(context, warehouse, cfg, labels)
         if all(held.values()) and sweep_saved(folder, "harville", players):  # (no hand compiled: minutes for thesis)
             context.log.info(all_held_line(labels))
             # v⁰ is Harville's; vᵈ the hand values of the sweep before (Harville's, FGS-1's, …) in its checkpoint

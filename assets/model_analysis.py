@@ -17,6 +17,7 @@ and then deletes them. Downstream: `deviation_statistics` (:mod:`assets.deviatio
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -26,7 +27,7 @@ import pandas as pd
 
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import game_cache_dir, rows_digest
+from assets.resume import game_cache_dir, games_with_equilibrium, rows_digest
 from assets.solve import LAYER_ASSETS, NODE_ROW_STATES, checkpoint_dir, equilibrium_tensors
 from engine.config import GameConfig
 from engine.equity_models import MODELS
@@ -112,6 +113,34 @@ def sweeps_held(warehouse: WarehouseResource, cfg: GameConfig, labels: list[str]
                                  [cfg.name, label]).fetchone()
             held[label] = (stored == [tuple(r[k] for k in fields) for r in saved]
                            and nodes == sum(r["nodes"] for r in saved))
+    return held
+
+
+def hold_sweeps(context: dg.AssetExecutionContext, warehouse: WarehouseResource, cfg: GameConfig,
+                labels: list[str]) -> dict[str, bool]:
+    """:func:`sweeps_held`, after copying in the warehouse each sweep this game lacks that another
+    game of the same equilibrium holds as the shared checkpoint has it (a build of `thesis` with an
+    analysis flag, `thesis-<hash>`: its 13 sweeps' rows copied instead of read back and written
+    again, a few minutes each)."""
+    held = sweeps_held(warehouse, cfg, labels)
+    missing = [label for label in labels if not held[label]]
+    if not missing:
+        return held
+    with warehouse.connect() as con:
+        others = games_with_equilibrium(con, cfg)
+    for other in others:
+        theirs = sweeps_held(warehouse, replace(cfg, name=other), missing)
+        for label in [label for label in missing if theirs[label]]:
+            t0 = time.perf_counter()
+            with warehouse.connect() as con:
+                rows = db.copy_rows(con, ("model_nodes", "model_sweeps"), {"game": other, "model": label},
+                                    {"game": cfg.name, "model": label})
+            context.log.info(f"{label}: swept, and in the warehouse under game '{other}' (the same equilibrium): its "
+                             f"{sum(rows.values()):,} rows copied in {time.perf_counter() - t0:.1f} s")
+            held[label] = True
+        missing = [label for label in missing if not held[label]]
+        if not missing:
+            break
     return held
 
 
@@ -217,7 +246,7 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     read_back: list[str] = []
     progress = sweep_logger(context, layer_wall, read_back)
     rows: dict[str, int] = {}
-    held = sweeps_held(warehouse, cfg, list(MODELS))
+    held = hold_sweeps(context, warehouse, cfg, list(MODELS))
     if all(held.values()):  # (no hand compiled: minutes for the thesis game, at every resume of its analyses)
         context.log.info(all_held_line(list(MODELS)))
         warm_start = "none needed (every sweep is in the warehouse)"

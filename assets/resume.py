@@ -74,6 +74,18 @@ def game_cache_dir(kind: str, cfg: GameConfig) -> Path:
     return folder
 
 
+def games_with_equilibrium(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> list[str]:
+    """The other games in the warehouse with ``cfg``'s equilibrium (the same fields of
+    :meth:`GameConfig.solve_key`: players, units, payouts, gamma, tables), by name: those that
+    share its checkpoints (:func:`game_key`), and whose rows of a unit those checkpoints hold can
+    be copied instead of read back from them and written again."""
+    return [g for g, in con.execute(
+        """SELECT game FROM games WHERE game <> ? AND players = ? AND units = ? AND payouts = ?::DOUBLE[]
+           AND gamma = ? AND rollout_pairs = ? AND rollout_triples = ? ORDER BY game""",
+        [cfg.name, cfg.players, cfg.units, [float(x) for x in cfg.payouts], cfg.gamma, cfg.rollout_id("pairs"),
+         cfg.rollout_id("triples")]).fetchall()]
+
+
 def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str | None:
     """A digest of what ``query`` returns from the warehouse (None when no rows): the fingerprint of
     an upstream result that a unit's record is stamped with."""

@@ -9,6 +9,7 @@ player count report that they do not apply.
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from assets.models import game_states
 from assets.resources import GameResource, WarehouseResource, blocking_checks, open_prize_sums, skipped_layer
-from assets.resume import game_cache_dir
+from assets.resume import game_cache_dir, games_with_equilibrium
 from assets.rollout import load_tables, rollout_pairs, rollout_triples
 from engine.checkpoint import LOG_FIELDS, finished_layer, folder_lock, lower_fingerprint
 from engine.config import GameConfig, position_names
@@ -170,6 +171,21 @@ def held_in_warehouse(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int,
     return measured == within == m and node_rows == nodes
 
 
+LAYER_TABLES = ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log")  # (as write_layer writes them)
+
+
+def held_by_another_game(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int,
+                         lower_values: dict[int, np.ndarray]) -> str | None:
+    """The name of another game in the warehouse with the same equilibrium that holds the layer as
+    its finished checkpoint (shared, :func:`assets.resume.game_key`) has it (:func:`held_in_warehouse`),
+    or None. A build of `thesis` with an analysis flag (`thesis-<hash>`) then copies its rows in
+    the warehouse instead of compiling its hands, reading the checkpoint back and writing them."""
+    for other in games_with_equilibrium(con, cfg):
+        if held_in_warehouse(con, replace(cfg, name=other), n, lower_values):
+            return other
+    return None
+
+
 def _layer_asset(n: int, previous):
     name = f"solve_{n}p"
     deps = [rollout_pairs, rollout_triples, game_states] + ([previous] if previous is not None else [])
@@ -194,6 +210,14 @@ def _layer_asset(n: int, previous):
                 context.log.info(f"{n}-player layer: solved, and in the warehouse as its finished checkpoint holds "
                                  "it (the same values and solve log): nothing to solve, read back or write")
                 return _held_result(con, cfg, n, time.perf_counter() - t0)
+            other = held_by_another_game(con, cfg, n, lower_values)
+            if other is not None:
+                t_copy = time.perf_counter()
+                rows = db.copy_rows(con, LAYER_TABLES, {"game": other, "players": n}, {"game": cfg.name, "players": n})
+                context.log.info(f"{n}-player layer: solved, and in the warehouse under game '{other}' (the same "
+                                 f"equilibrium): its {sum(rows.values()):,} rows copied in "
+                                 f"{time.perf_counter() - t_copy:.1f} s; nothing to solve or read back")
+                return _held_result(con, cfg, n, time.perf_counter() - t0, copied_from=other)
         tensors = equilibrium_tensors(warehouse.path, cfg)
 
         def progress(event: dict) -> None:
@@ -227,9 +251,15 @@ def _layer_asset(n: int, previous):
     return layer
 
 
-def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: float) -> dg.MaterializeResult:
-    """The materialization of a layer the warehouse already holds (:func:`held_in_warehouse`): its
-    counts read from its rows, and its checks run on them as after a solve."""
+def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: float,
+                 copied_from: str | None = None) -> dg.MaterializeResult:
+    """The materialization of a layer the warehouse already holds (:func:`held_in_warehouse`), or
+    has just copied from game ``copied_from`` (:func:`held_by_another_game`): its counts read from
+    its rows, and its checks run on them as after a solve."""
+    unchanged = ("the warehouse already holds this finished layer's checkpoint: nothing solved, read back or written"
+                 if copied_from is None else
+                 f"copied in the warehouse from game '{copied_from}', which holds this finished layer's checkpoint: "
+                 "nothing solved or read back")
     outer, checks_done = con.execute("SELECT count(*), sum(states_checked) FROM solve_log WHERE game = ? AND "
                                      "players = ?", [cfg.name, n]).fetchone()
     its, worst = con.execute("SELECT sum(cfr_iterations), max(exploitability) FROM state_quality WHERE game = ? "
@@ -238,8 +268,7 @@ def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: 
         metadata={"game": cfg.name, "states": n_states(cfg.units, n), "outer_iterations": int(outer),
                   "cfr_iterations": int(its), "exact_checks": int(checks_done), "max_exploitability_usd": float(worst),
                   "gamma": cfg.gamma, "wall_s": round(wall, 2),
-                  "unchanged": "the warehouse already holds this finished layer's checkpoint: nothing solved, read "
-                               "back or written"},
+                  "unchanged": unchanged},
         check_results=_check_layer(con, cfg, n))
 
 

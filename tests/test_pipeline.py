@@ -1100,11 +1100,12 @@ def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_pa
 def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(tiny_build, tmp_path, monkeypatch):
     """A game that differs from a built one only in analysis fields (here its name and seed; as
     `./lab build --profile thesis --simulation-tournaments …` makes `thesis-<hash>`) shares its
-    checkpoints: each layer is read back from its finished checkpoint (no outer iteration), each
-    model sweep from its saved layers (no state solved), the finishing probabilities and nemesis
-    checks are taken from their units' kept rows (no hand compiled), where `thesis` would solve
-    again for about 20 hours and sweep for some 150. Its tables hold the built game's numbers under
-    its own name."""
+    checkpoints: a layer or model sweep the built game holds in the warehouse as the checkpoint has
+    it is copied there (no hand compiled, nothing read back), one it does not hold is read back
+    from its finished checkpoint (no outer iteration, no state swept), and the finishing
+    probabilities and nemesis checks are taken from their units' kept rows (no hand compiled),
+    where `thesis` would solve again for about 20 hours and sweep for some 150. Its tables hold the
+    built game's numbers under its own name."""
     import shutil
 
     import dagster as dg
@@ -1117,6 +1118,7 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     from assets.definitions import ALL_ASSETS
     from assets.resources import GameResource, WarehouseResource
     from conftest import TINY_TOML
+    from warehouse import db
 
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     shutil.copytree(tiny_build["root"] / "cache", tmp_path / "cache")
@@ -1130,13 +1132,21 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*.rows.npz")) == kept_rows
     config = tmp_path / "seeded.toml"
     config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-seeded"') + "simulation_seed = 9\n")
-    events, swept, compiled = [], [], []
-    real = solve_asset.solve_layer
+    events, swept, compiled, copied = [], [], [], []
+    real, real_copy = solve_asset.solve_layer, db.copy_rows
 
     def solve_layer(*args, progress, **kwargs):
         return real(*args, progress=lambda e: (events.append(e), progress(e)), **kwargs)
 
+    def copy_rows(con, tables, source, target):
+        copied.append((tuple(tables), dict(source), dict(target)))
+        return real_copy(con, tables, source, target)
+
     monkeypatch.setattr(solve_asset, "solve_layer", solve_layer)
+    monkeypatch.setattr(db, "copy_rows", copy_rows)
+    with duckdb.connect(str(warehouse)) as con:  # the built game no longer holds its 3-player layer and Weitzman
+        con.execute("DELETE FROM solve_log WHERE game = 'tiny' AND players = 3")
+        con.execute("DELETE FROM model_sweeps WHERE game = 'tiny' AND model = 'weitzman'")
     monkeypatch.setattr(ms, "_solve_sweep_layer", lambda *a, **k: swept.append(a))
     for module in (ex_post, finishing):
         monkeypatch.setattr(module, "compile_layer", lambda *a: compiled.append(a))
@@ -1145,10 +1155,19 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     result = dg.materialize([a for a in ALL_ASSETS if a.key.to_user_string() not in skipped], resources={
         "game": GameResource(config_file=str(config)), "warehouse": WarehouseResource(path=str(warehouse))})
     assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
-    assert [(e["players"], e["finished"]) for e in events if e["event"] == "resumed"] == [(2, True), (3, True)]
+    assert [(e["players"], e["finished"]) for e in events if e["event"] == "resumed"] == [(3, True)]
     assert not [e for e in events if e["event"] == "outer"] and swept == [] and compiled == []
+    layer_tables = ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log")
+    assert copied == [(layer_tables, {"game": "tiny", "players": 2}, {"game": "tiny-seeded", "players": 2})] + [
+        (("model_nodes", "model_sweeps"), {"game": "tiny", "model": m}, {"game": "tiny-seeded", "model": m})
+        for m in MODELS if m != "weitzman"]
+    solved = {e.asset_key.to_user_string(): e.materialization.metadata
+              for e in result.get_asset_materialization_events()}
+    assert "copied in the warehouse from game 'tiny'" in solved["solve_2p"]["unchanged"].value
+    assert "unchanged" not in solved["solve_3p"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        for table in ("equilibrium_values", "equilibrium_nodes", "model_nodes", "nemesis_values", "finishing"):
+        for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "model_nodes", "nemesis_values",
+                      "finishing"):
             built, seeded = (con.execute(f"SELECT * EXCLUDE (game) FROM {table} WHERE game = ? ORDER BY ALL",
                                          [game]).df() for game in ("tiny", "tiny-seeded"))
             assert len(built) > 0

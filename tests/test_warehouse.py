@@ -86,6 +86,35 @@ def test_tables_replaced_together_are_kept_together_when_a_later_one_fails(tmp_p
         assert con.execute("SELECT count(*) FROM model_payoffs WHERE game = 'a'").fetchone()[0] == 5
 
 
+def test_copied_rows_replace_the_targets_rows_of_every_table_together(tmp_path):
+    """Another game's rows of a key, copied under the target key (a game of the same equilibrium):
+    the same rows but for the key, the target's old rows gone, the source's and other keys' rows
+    kept; a failure in a later table leaves every table as it was."""
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "model_payoffs", _payoffs("a", 4), {"game": "a"})
+        roberts = _payoffs("a", 3).assign(model="roberts", payoff=2.0)
+        db.replace_rows(con, "model_payoffs", roberts, {"game": "a", "model": "roberts"})
+        db.replace_rows(con, "model_examples", _frame("a", 3), {"game": "a"})
+        db.replace_rows(con, "model_payoffs", _payoffs("b", 9).assign(payoff=7.0), {"game": "b"})
+        db.replace_rows(con, "model_examples", _frame("b", 2), {"game": "b"})
+        with pytest.raises(ValueError, match="same columns"):
+            db.copy_rows(con, ["model_payoffs"], {"game": "a"}, {"game": "b", "model": "harville"})
+        with pytest.raises(ValueError, match="not in the table"):  # the second table: the first is rolled back
+            db.copy_rows(con, ["model_payoffs", "solve_log"], {"game": "a", "model": "harville"},
+                         {"game": "b", "model": "harville"})
+        assert con.execute("SELECT count(*), min(payoff) FROM model_payoffs WHERE game = 'b'").fetchone() == (9, 7.0)
+        written = db.copy_rows(con, ["model_payoffs", "model_examples"], {"game": "a", "model": "harville"},
+                               {"game": "b", "model": "harville"})
+        assert written == {"model_payoffs": 4, "model_examples": 3}
+
+        def rows(table, game):
+            return con.execute(f"SELECT * EXCLUDE (game) FROM {table} WHERE game = ? ORDER BY ALL", [game]).fetchall()
+
+        assert rows("model_examples", "b") == rows("model_examples", "a")
+        assert rows("model_payoffs", "b") == [r for r in rows("model_payoffs", "a") if r[0] == "harville"]
+        assert len(rows("model_payoffs", "a")) == 7  # the source as it was
+
+
 def _payoffs(game, n):
     cols = [c.name for c in TABLES["model_payoffs"].columns]
     values = {"game": game, "model": "harville", "players": 2, "state_id": range(n), "position": 0, "stack": 1.0,

@@ -187,17 +187,51 @@ def replace_tables(con: duckdb.DuckDBPyConnection, replacements: Sequence[Replac
             if k not in spec.column_names:
                 raise ValueError(f"{r.table}: column {k!r} is not in the table")
     written: dict[str, int] = {}
+    with _transaction(con):
+        for r in replacements:
+            written[r.table] = written.get(r.table, 0) + _replace_in_transaction(con, r)
+    return written
+
+
+def copy_rows(con: duckdb.DuckDBPyConnection, tables: Sequence[str], source: Mapping[str, Any],
+              target: Mapping[str, Any]) -> dict[str, int]:
+    """Replace the rows of key ``target`` in each of ``tables`` with a copy of the rows of key
+    ``source`` (the same key columns, e.g. ``{"game": "thesis", "players": 5}`` and ``{"game":
+    "thesis-1f2e3d", "players": 5}``), all in one transaction as :func:`replace_tables`. For rows
+    another game of the same equilibrium holds already: copied inside DuckDB instead of computed,
+    handed to Python and written again. Returns rows written per table."""
+    if set(source) != set(target) or not source:
+        raise ValueError(f"copy_rows: source key {sorted(source)} and target key {sorted(target)} must name the "
+                         "same columns")
+    written: dict[str, int] = {}
+    with _transaction(con):
+        for table in tables:
+            columns = TABLES[table].column_names
+            missing = set(source) - set(columns)
+            if missing:
+                raise ValueError(f"{table}: columns {sorted(missing)} are not in the table")
+            where = " AND ".join(f"{k} = ?" for k in target)
+            con.execute(f"DELETE FROM {table} WHERE {where}", list(target.values()))
+            select = ", ".join("?" if c in target else c for c in columns)
+            written[table], = con.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} FROM {table} WHERE "
+                + " AND ".join(f"{k} = ?" for k in source),
+                [target[c] for c in columns if c in target] + list(source.values())).fetchone()  # (rows inserted)
+    return written
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """One transaction, committed at the end or rolled back on any exception (Ctrl-C included)."""
     with capped_memory(con):  # the blocks written need not stay in DuckDB's cache beside the caller's memory
         con.execute("BEGIN TRANSACTION")
         try:
-            for r in replacements:
-                written[r.table] = written.get(r.table, 0) + _replace_in_transaction(con, r)
+            yield
             con.execute("COMMIT")
         except BaseException:
             with suppress(duckdb.TransactionException):  # DuckDB already rolled back a query Ctrl-C interrupted
                 con.execute("ROLLBACK")
             raise
-    return written
 
 
 def _replace_in_transaction(con: duckdb.DuckDBPyConnection, r: Replacement) -> int:
