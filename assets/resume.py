@@ -67,6 +67,23 @@ def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> P
     return folder
 
 
+CHECKPOINT_KINDS = ("solve", "models", "finishing", "ex_post", "simulations")
+"""The cache folders (under the cache root) that hold a folder per equilibrium (:func:`game_folder`)."""
+
+
+def unused_old_folders(root: Path, cfg: GameConfig) -> list[Path]:
+    """Folders of the old `<game name>-<digest>` form with ``cfg``'s equilibrium that no build will
+    use: another game's of the same equilibrium, once the game's own (or the latest) was renamed
+    by :func:`game_folder`. Checkpoints of the same equilibrium, so safe to delete (the `thesis`
+    solve's holds 15 GB); `jamfold progress` lists them."""
+    digest = _solve_digest(cfg)
+    unused = []
+    for kind in CHECKPOINT_KINDS:
+        used = game_folder(root, kind, cfg, adopt=False)
+        unused += sorted(p for p in (root / kind).glob(f"*-{digest}") if p.is_dir() and p != used)
+    return unused
+
+
 def game_cache_dir(kind: str, cfg: GameConfig) -> Path:
     """The game's folder of ``kind`` checkpoints in the cache (:func:`game_folder`), made if missing."""
     folder = game_folder(cache_root(), kind, cfg)

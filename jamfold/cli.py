@@ -364,10 +364,13 @@ def cmd_progress(args: argparse.Namespace) -> None:
         print(f"no running build found, and no checkpoints: the game's solve has not started with this config "
               f"and JAMFOLD_CACHE (`./lab build {_game_flag(args)}` starts it)")
         return
-    from jamfold.status_report import report
+    from jamfold.status_report import report, unused_folders_line
 
     for line in report(cfg, folder, cache_root()):
         print(line)
+    unused = unused_folders_line(cfg, cache_root())
+    if unused is not None:
+        print(unused)
 
 
 # ---------------------------------------------------------------- state

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_parameters, match_unit, simulation_parameters
-from assets.resume import game_folder, kept_record, work_folders
+from assets.resume import game_folder, kept_record, unused_old_folders, work_folders
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
 from engine.equity_models import model_names
@@ -260,6 +260,19 @@ def triple_table_line(cfg: GameConfig, cache: Path, solve_started: bool) -> str 
         return None if solve_started else "exact triple table: not started"
     done = "all" if saved == total else f"{saved} of"
     return f"exact triple table: {done} {total} chunks computed (the last saved {when(last)})"
+
+
+def unused_folders_line(cfg: GameConfig, cache: Path) -> str | None:
+    """The old-form checkpoint folders of this equilibrium that no build uses any more
+    (:func:`assets.resume.unused_old_folders`), with what deleting them frees; None if none."""
+    unused = unused_old_folders(cache, cfg)
+    if not unused:
+        return None
+    size = sum(f.stat().st_size for p in unused for f in p.rglob("*") if f.is_file())
+    names = ", ".join(str(p.relative_to(cache)) for p in unused)
+    return (f"unused: {len(unused)} checkpoint folder{'s' * (len(unused) > 1)} of this equilibrium left from before "
+            f"2026-11-29, when folders were named by game ({names} in {cache}; {size / 1e9:.2f} GB): no build reads "
+            "them; delete them to free the space")
 
 
 def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:

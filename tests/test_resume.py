@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from assets.resume import UnitCheckpoint, game_folder, game_key
+from assets.resume import UnitCheckpoint, game_folder, game_key, unused_old_folders
 from engine.config import profile, with_overrides
 
 
@@ -109,6 +109,32 @@ def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):
     assert game_folder(tmp_path, "solve", cfg) == adopted  # from now on, the new folder
     assert game_folder(tmp_path, "models", cfg) == tmp_path / "models" / game_key(cfg)  # none: not made either
     assert not (tmp_path / "models").exists()
+
+
+def test_old_folders_no_build_uses_are_named_by_progress(tmp_path):
+    """After the game's own old folder is adopted, another game's old folder of the same
+    equilibrium is never read again: `jamfold progress` names it, with its size, to be deleted.
+    Before the adoption, the folder a build would take is not among them; another equilibrium's
+    folders never are."""
+    from jamfold.status_report import unused_folders_line
+
+    cfg = profile("quick")
+    digest = game_key(cfg).split("-")[1]
+    own, other = tmp_path / "solve" / f"quick-{digest}", tmp_path / "models" / f"quick-0c57c9-{digest}"
+    for folder in (own, other, tmp_path / "solve" / "quick-0123456789"):
+        folder.mkdir(parents=True)
+        (folder / "layer2.npz").write_bytes(b"x" * 1000)
+    (tmp_path / "models" / game_key(cfg)).mkdir()  # the models' folder in use: the old one is left over
+    assert unused_old_folders(tmp_path, cfg) == [other]
+    game_folder(tmp_path, "solve", cfg)  # adopts quick's own
+    assert unused_old_folders(tmp_path, cfg) == [other]
+    line = unused_folders_line(cfg, tmp_path)
+    assert f"models/quick-0c57c9-{digest}" in line and "0.00 GB" in line and "delete them" in line
+    (tmp_path / "solve" / f"quick-1a2b3c-{digest}").mkdir()
+    assert len(unused_old_folders(tmp_path, cfg)) == 2
+    other.rename(tmp_path / "spare")
+    (tmp_path / "solve" / f"quick-1a2b3c-{digest}").rmdir()
+    assert unused_old_folders(tmp_path, cfg) == [] and unused_folders_line(cfg, tmp_path) is None
 
 
 def test_block_saver_saves_the_states_since_the_last_block_once_a_block_is_due(monkeypatch):
