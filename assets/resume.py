@@ -51,7 +51,8 @@ def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> P
     and such a folder of the same digest is there (the game's own name first, else the latest
     written), ``adopt`` renames it to the new name, so no finished work is lost; without ``adopt``
     (`jamfold progress`, which changes nothing beside a running build) the old folder is returned
-    as it is. Other old folders of the same digest are left alone (delete them by hand)."""
+    as it is. Other old folders of the same digest are left alone (`jamfold progress` names them:
+    :func:`unused_old_folders`)."""
     folder = root / kind / game_key(cfg)
     if folder.exists():
         return folder
