@@ -30,14 +30,6 @@ def _own_numba_cache_for_each_worker() -> None:
 
 _own_numba_cache_for_each_worker()
 
-def pytest_collection_modifyitems(config, items):
-    """The tests on the tiny build run on one worker (pytest-xdist's `loadgroup`), so it is built once,
-    and the kernels only its analyses use are compiled on that worker only; the rest share out."""
-    for item in items:
-        if "tiny_build" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("tiny_build"))
-
-
 TINY_TOML = """
 name = "tiny"
 players = 3
