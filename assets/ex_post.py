@@ -17,7 +17,7 @@ import pandas as pd
 
 from assets.paths import EQUILIBRIUM, ex_post_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, keep_rows_of, rows_digest, rows_from_checkpoint
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit
 from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
@@ -141,19 +141,17 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             lower = lower_nemesis_values(con, cfg, n)
         record = done.load(unit)
         key = {"game": cfg.name, "profile": PROFILE, "players": n}
-        if record is not None and kept != n * m:  # checked for a game of another name, same equilibrium?
+        if record is not None:  # checked by an earlier run for this equilibrium (maybe for a game of another name)
             with warehouse.connect() as con:
-                if rows_from_checkpoint(con, done, unit, "nemesis_values", key, n * m):
-                    kept = n * m
-                    context.log.info(f"{n}-player layer: the nemesis values of this equilibrium, checked for a "
-                                     f"game with the same equilibrium, taken from its checkpoint ({kept} rows)")
-                else:
-                    record = None
-        elif record is not None:
-            with warehouse.connect() as con:
-                keep_rows_of(con, done, unit, record, "nemesis_values", key)
-            context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
-                             f"already ({kept} rows)")
+                found = rows_of_kept_unit(con, done, unit, record, "nemesis_values", key, n * m, kept)
+            if found is None:
+                record = None
+            else:
+                kept = n * m
+                context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
+                                 f"already ({kept} rows)" if found == "held" else
+                                 f"{n}-player layer: the nemesis values of this equilibrium, checked for a "
+                                 f"game with the same equilibrium, taken from its checkpoint ({kept} rows)")
         if record is None:
             tensors = equilibrium_tensors(warehouse.path, cfg)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)

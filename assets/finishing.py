@@ -25,7 +25,7 @@ import pandas as pd
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, keep_rows_of, rows_from_checkpoint
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit
 from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
@@ -128,19 +128,17 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                  f"successors' probabilities)")
             lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
         unit = done.load(finishing_unit(n))
-        if unit is not None and kept != unit["rows"]:  # finished for a game of another name, same equilibrium?
+        found = None
+        if unit is not None:  # finished by an earlier run for this equilibrium (maybe for a game of another name)
             with warehouse.connect() as con:
-                if rows_from_checkpoint(con, done, finishing_unit(n), "finishing", {"game": cfg.name, "players": n},
-                                        unit["rows"]):
-                    kept = unit["rows"]
-                    context.log.info(f"{n}-player layer: finishing probabilities computed for a game with the same "
-                                     f"equilibrium, taken from its checkpoint ({kept} rows)")
-        elif unit is not None:
-            with warehouse.connect() as con:
-                keep_rows_of(con, done, finishing_unit(n), unit, "finishing", {"game": cfg.name, "players": n})
-            context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({kept} rows)")
-        if unit is not None and kept == unit["rows"]:  # finished by an earlier run for this equilibrium
-            rows = kept
+                found = rows_of_kept_unit(con, done, finishing_unit(n), unit, "finishing",
+                                          {"game": cfg.name, "players": n}, unit["rows"], kept)
+        if found is not None:
+            rows = unit["rows"]
+            context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({rows} rows)"
+                             if found == "held" else
+                             f"{n}-player layer: finishing probabilities computed for a game with the same "
+                             f"equilibrium, taken from its checkpoint ({rows} rows)")
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
             with warehouse.connect() as con:

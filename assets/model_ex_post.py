@@ -19,7 +19,7 @@ from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies, strategies_fingerprint
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import UnitCheckpoint, game_cache_dir, keep_rows_of, rows_from_checkpoint
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
 from engine.equity_models import model_names
@@ -62,12 +62,10 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         if record is not None and "value_error" in record:  # (records before the convergence checks: check again)
             key = {"game": cfg.name, "profile": model}
             with warehouse.connect() as con:
-                if con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
-                               [cfg.name, model]).fetchone()[0] != record["rows"]:
-                    # checked for a game of another name with the same equilibrium and model strategies?
-                    rows_from_checkpoint(con, done, model, "nemesis_values", key, record["rows"])
-                else:
-                    keep_rows_of(con, done, model, record, "nemesis_values", key)
+                held, = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
+                                    [cfg.name, model]).fetchone()
+                # (or checked for a game of another name with the same equilibrium and model strategies)
+                rows_of_kept_unit(con, done, model, record, "nemesis_values", key, record["rows"], held)
                 count, low, mean, high = con.execute(
                     "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
                     [cfg.name, model]).fetchone()

@@ -227,6 +227,19 @@ def rows_from_checkpoint(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, u
     return True
 
 
+def rows_of_kept_unit(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit: str, record: dict, table: str,
+                      key: dict[str, Any], expected: int, held: int) -> str | None:
+    """Where a kept unit's ``expected`` rows are, for its valid ``record``, given that the warehouse
+    holds ``held`` rows under ``key``: "held" (the warehouse has them; kept beside the record too,
+    :func:`keep_rows_of`), "restored" (taken from the checkpoint: the unit was done for a game of
+    another name with the same equilibrium, :func:`rows_from_checkpoint`), or None (neither: the
+    unit is to be done again)."""
+    if held == expected:
+        keep_rows_of(con, done, unit, record, table, key)
+        return "held"
+    return "restored" if rows_from_checkpoint(con, done, unit, table, key, expected) else None
+
+
 def kept_record(folder: Path, unit: str, stamped: dict[str, Any] | None = None) -> tuple[dict, float] | None:
     """The record a :class:`UnitCheckpoint` in ``folder`` keeps for ``unit``, and when it was saved
     (POSIX time), whatever its stamp's fingerprints; None when there is none, or when its stamp

@@ -36,9 +36,9 @@ import gc
 import os
 import re
 import subprocess
+import weakref
 from collections import Counter
 from pathlib import Path
-import weakref
 
 from numba.core.dispatcher import Dispatcher
 
@@ -86,28 +86,39 @@ def dump_code(folder: str | Path, contains: tuple[str, ...], max_bytes: int = 1 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     saved = 0
+    spans = _readable_spans()  # (read once: the dumps below map nothing)
     for i, (address, name) in enumerate(entries):
         if not any(c in name for c in contains):
             continue
         gap = entries[i + 1][0] - address if i + 1 < len(entries) else max_bytes
-        length = min(gap if gap > 0 else max_bytes, max_bytes, _readable_end(address) - address)
+        length = min(gap if gap > 0 else max_bytes, max_bytes, _readable_end(address, spans) - address)
         (target / f"{address:x}.bin").write_bytes(ctypes.string_at(address, length))
         saved += 1
     return saved
 
 
-def _readable_end(address: int) -> int:
-    """End of the readable mapping that holds ``address`` (``/proc/self/maps``), or of its page
-    where that is unknown: the last function of a code mapping is followed by unmapped memory, and
-    reading past the mapping kills the process (a test worker did, 2026-11-29)."""
+def _readable_spans() -> list[tuple[int, int]]:
+    """The readable mappings of this process, (start, end) addresses from ``/proc/self/maps``
+    (none where it cannot be read)."""
     try:
         maps = Path("/proc/self/maps").read_text().splitlines()
     except OSError:
-        maps = []
+        return []
+    spans = []
     for line in maps:
         span, perms = line.split()[:2]
-        lo, hi = (int(x, 16) for x in span.split("-"))
-        if lo <= address < hi and perms.startswith("r"):
+        if perms.startswith("r"):
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            spans.append((lo, hi))
+    return spans
+
+
+def _readable_end(address: int, spans: list[tuple[int, int]] | None = None) -> int:
+    """End of the readable mapping that holds ``address`` (of ``spans``, else read now), or of its
+    page where that is unknown: the last function of a code mapping is followed by unmapped memory,
+    and reading past the mapping kills the process (a test worker did, 2026-11-29)."""
+    for lo, hi in _readable_spans() if spans is None else spans:
+        if lo <= address < hi:
             return hi
     return (address | 4095) + 1
 
