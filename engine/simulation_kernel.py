@@ -44,7 +44,9 @@ ns here) and to mispredicted jam/fold branches, so the profile is played in its 
 instead of 1.8 GiB for that game, so far more of the visited rows stay in the 32 MB L3):
 1.24 M/s against 0.95 M/s for the dense float32 rows on the same day. Tried and measured
 slower: branchless decisions (they stop the CPU from running ahead on the likely branch),
-interleaving 8 tournaments per thread with software prefetches, deciding an open actor's jam by
+interleaving 8 tournaments per thread with software prefetches, playing groups of tournaments in
+rounds taken in the order of their states (30–120 % slower: the hot states' rows are already in
+cache), deciding an open actor's jam by
 one draw against his row's P(jam) and dealing only a jammer's hand (4–33 % slower: the jammer's
 hand, drawn by rejection from his range, costs as many deals as dealing every open actor, and the
 extra jam-or-not branch is as unpredictable as the deal's), and prefetching a hand's profile rows
