@@ -415,6 +415,21 @@ def test_table_headers_wrap_after_underscores():
     assert list(df.columns) == ["start_mean_roi_pct", "wall_s", "max_delta_v", "players"]
 
 
+def test_depth_curves_write_the_depths_upright():
+    """The FGS depth charts' x axis holds a few small integers (0 = Harville … D): written upright,
+    not turned 90° as an ordinal axis is by default."""
+    import pandas as pd
+
+    from sitegen.charts import depth_curve, depth_roi_curve
+
+    df = pd.DataFrame({"depth": [0, 1, 2], "mapd_pct": [9.0, 6.0, 4.0], "mad": [1.0, 0.6, 0.4],
+                       "roi_pct": [-2.0, -1.0, -0.2]})
+    for chart in (depth_curve(df), depth_roi_curve(df)):
+        for panel in chart.to_dict()["hconcat"]:
+            x = panel["encoding"]["x"]
+            assert x["title"] == "FGS depth d (0 = Harville)" and x["axis"]["labelAngle"] == 0
+
+
 def test_push_fold_grid_rows_fit_the_text_column():
     """A 5-player game's model-ranges chart has four first-in nodes in a row: at 190 px a panel it
     was 904 px wide, past the 868-px column of a 1400-px window. Rows of up to three keep 190 px."""

@@ -230,7 +230,7 @@ def convergence_lines(log: pd.DataFrame) -> alt.Chart:
 
 def depth_curve(df: pd.DataFrame) -> alt.Chart:
     """MAPD (%) and MAD ($) of FGS-d against the depth d; ``df`` columns: depth, mapd_pct, mad."""
-    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)"))
+    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)", axis=alt.Axis(labelAngle=0)))
     mapd = base.mark_line(point=True, color="#d62728").encode(
         y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
     mad = base.mark_line(point=True, color="#1f77b4").encode(
@@ -257,7 +257,7 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
 
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
     """Hero ROI (%) and MAPD (%) of FGS-d against the depth d; ``df`` columns: depth, roi_pct, mapd_pct."""
-    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)"))
+    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)", axis=alt.Axis(labelAngle=0)))
     roi = base.mark_line(point=True, color="#2ca02c").encode(
         y=alt.Y("roi_pct:Q", title="hero ROI against the equilibrium (%)"),
         tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f")])
