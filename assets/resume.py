@@ -23,7 +23,7 @@ import numpy as np
 
 from assets.paths import cache_root
 from engine.atomic_files import atomic_path, write_text_atomic
-from engine.config import GameConfig
+from engine.config import GameConfig, make_config
 
 if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
     import duckdb
@@ -93,15 +93,21 @@ def game_cache_dir(kind: str, cfg: GameConfig) -> Path:
 
 
 def games_with_equilibrium(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> list[str]:
-    """The other games in the warehouse with ``cfg``'s equilibrium (the same fields of
-    :meth:`GameConfig.solve_key`: players, units, payouts, gamma, tables), by name: those that
-    share its checkpoints (:func:`game_key`), and whose rows of a unit those checkpoints hold can
-    be copied instead of read back from them and written again."""
-    return [g for g, in con.execute(
-        """SELECT game FROM games WHERE game <> ? AND players = ? AND units = ? AND payouts = ?::DOUBLE[]
-           AND gamma = ? AND rollout_pairs = ? AND rollout_triples = ? ORDER BY game""",
-        [cfg.name, cfg.players, cfg.units, [float(x) for x in cfg.payouts], cfg.gamma, cfg.rollout_id("pairs"),
-         cfg.rollout_id("triples")]).fetchall()]
+    """The other games in the warehouse with ``cfg``'s equilibrium (the same
+    :meth:`GameConfig.solve_key`, read from their stored configs), by name: those that share its
+    checkpoints (:func:`game_key`), and whose rows of a unit those checkpoints hold can be copied
+    instead of read back from them and written again. A stored config this version cannot read
+    (from an older lab) matches nothing."""
+    key = cfg.solve_key()
+    same = []
+    for game, config_json in con.execute("SELECT game, config_json FROM games WHERE game <> ? ORDER BY game",
+                                         [cfg.name]).fetchall():
+        try:
+            if make_config(**json.loads(config_json)).solve_key() == key:
+                same.append(game)
+        except (TypeError, ValueError):  # (ConfigError is a ValueError)
+            continue
+    return same
 
 
 def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str | None:
