@@ -716,6 +716,27 @@ def test_lab_bench_help_lists_every_benchmark():
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
 
 
+def test_lab_byte_compiles_its_environment_where_python_writes_no_bytecode():
+    """Where PYTHONDONTWRITEBYTECODE is set, `./lab` compiles .venv once per lock file: otherwise
+    every process (a worker, a `jamfold state`, a build) compiled dagster & co. from their sources
+    again, about 7 s each on 2 cores. Run through `./lab test`, the environment it set up is ours."""
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    import dagster
+    import pandas
+
+    root = Path(__file__).resolve().parent.parent
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or Path(sys.prefix).resolve() != (root / ".venv").resolve():
+        pytest.skip("Python writes its own bytecode here, or this is not ./lab's environment")
+    stamp = root / ".venv" / ".lab-bytecode"
+    assert stamp.exists() and stamp.stat().st_mtime_ns >= (root / "uv.lock").stat().st_mtime_ns
+    for module in (dagster, pandas):
+        assert Path(importlib.util.cache_from_source(module.__file__)).exists(), module.__name__
+
+
 def test_every_subcommand_and_option_explains_itself_in_help(capsys):
     """`jamfold COMMAND --help` starts with what the command does (`jamfold site --help` showed only
     its usage line), and every option and argument of every command has its own help text."""
