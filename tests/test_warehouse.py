@@ -219,6 +219,31 @@ def test_older_warehouse_gains_new_columns_and_keeps_its_rows(tmp_path):
 
 
 
+def test_a_warehouse_at_this_schema_is_left_alone_and_any_older_part_is_brought_up_to_date(tmp_path):
+    """A build opens a connection for every asset: where the file holds this version's schema
+    (every column, every view marked with a digest of its statement) the connection runs no DDL,
+    so a view that carries the mark is not made again; a view an older version made (no mark), a
+    dropped column or a dropped table is restored."""
+    path = tmp_path / "w.duckdb"
+    spec = TABLES["pair_equities"]
+    with db.session(path) as con:
+        mark = con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'pair_equities'").fetchone()[0]
+        assert mark.startswith("jamfold view ")
+        con.execute("CREATE OR REPLACE VIEW pair_equities AS SELECT 1 AS x")
+        con.execute(f"COMMENT ON VIEW pair_equities IS '{mark}'")
+    with db.session(path) as con:  # marked as this version's: left as it is
+        assert [r[0] for r in con.execute("DESCRIBE pair_equities").fetchall()] == ["x"]
+        con.execute("CREATE OR REPLACE VIEW pair_equities AS SELECT 1 AS x")  # as an older version would
+        con.execute("ALTER TABLE solve_log DROP COLUMN states_skipped")
+        con.execute("DROP TABLE model_examples")
+    with db.session(path) as con:
+        assert [r[0] for r in con.execute("DESCRIBE pair_equities").fetchall()] == [c.name for c in spec.columns]
+        for name in ("solve_log", "model_examples"):
+            columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]  # an added one comes last
+            assert sorted(columns) == sorted(TABLES[name].column_names), name
+        assert not db._missing_columns(con, missing_tables=True) and db._views_are_current(con)
+
+
 def test_a_read_only_connection_sees_this_versions_views_over_an_older_file(tmp_path):
     """A warehouse whose views an older version wrote (pair_equities without `deals`, no
     simulation_summary): a read-only connection, as the site and the CLI open it, reads this

@@ -505,10 +505,3 @@ _add(Table(
       SELECT n.game, n.model, n.players, n.state_id, n.node, n.actor, h.class_id, h.label,
              n.jam[h.class_id + 1] AS jam_probability
       FROM model_nodes n CROSS JOIN hand_classes h"""))
-
-
-def ordered_ddl() -> list[str]:
-    """CREATE statements, tables before the views that read them."""
-    tables = [t.ddl() for t in TABLES.values() if t.kind == "table"]
-    views = [t.ddl() for t in TABLES.values() if t.kind == "view"]
-    return tables + views
