@@ -674,3 +674,16 @@ def test_the_vega_bundle_a_killed_build_left_short_is_made_again(tmp_path):
     write_assets(tmp_path)
     assert bundle.read_text() == full
     assert not list((tmp_path / "assets").glob("*.tmp"))
+
+
+def test_the_vega_bundle_is_made_once_a_process(tmp_path, monkeypatch):
+    """Two builds into two new folders (the tests' tiny builds) make the 2-second bundle once."""
+    import vl_convert as vlc
+
+    from sitegen.embed import write_assets
+
+    write_assets(tmp_path / "a")
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda: pytest.fail("the bundle was made again"))
+    write_assets(tmp_path / "b")
+    made = [(tmp_path / f / "assets" / "vega-bundle.js").read_text() for f in ("a", "b")]
+    assert made[0] == made[1] and len(made[0]) > 100_000

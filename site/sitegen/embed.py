@@ -8,6 +8,7 @@ script, so pages also work when opened from disk).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -67,10 +68,17 @@ def write_assets(docs_dir: Path) -> None:
     bundle, stamp = target / "vega-bundle.js", target / "vega-bundle.stamp"
     kept = stamp.read_text().split() if stamp.exists() else []
     if not bundle.exists() or kept != [vlc.__version__, str(bundle.stat().st_size)]:
-        write_atomic(bundle, vlc.javascript_bundle())
+        write_atomic(bundle, _vega_bundle(vlc.__version__))
         write_atomic(stamp, f"{vlc.__version__} {bundle.stat().st_size}\n")
     write_atomic(target / "charts.js", CHARTS_JS)
     write_atomic(target / "charts.css", CHARTS_CSS)
+
+
+@functools.cache
+def _vega_bundle(version: str) -> str:
+    """vl-convert's bundle of Vega, Vega-Lite and vega-embed (``version``: vl-convert's), made once a
+    process: a build into a new folder (every test's tiny build) needs it again."""
+    return vlc.javascript_bundle()
 
 
 def write_atomic(path: Path, text: str) -> None:
