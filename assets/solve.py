@@ -7,10 +7,11 @@ probabilities are `finishing_2p` … `finishing_5p`, :mod:`assets.finishing`). L
 player count report that they do not apply.
 """
 
+import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
 import dagster as dg
@@ -27,6 +28,7 @@ from engine.config import GameConfig, position_names
 from engine.hand import hand_tree
 from engine.hand_pass import SolverTensors
 from engine.memory import memory_shortfall
+from engine.rollout import PairTable, TripleTable
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
 from engine.states import n_states
@@ -44,20 +46,40 @@ LAYER_CHECKS = {
 }
 
 
-@lru_cache(maxsize=2)
-def _tensors(warehouse_path: str, pairs_id: str, triples_id: str, cfg_json: str) -> SolverTensors:
-    from engine.config import make_config
-    import json
-
-    cfg = make_config(**json.loads(cfg_json))
-    with db.session(warehouse_path, read_only=False) as con:
-        pairs, triples = load_tables(con, cfg)
-    return SolverTensors(showdown_tensors(pairs, triples))
+TENSORS_HELD = 2
+"""Solver tensors a process keeps (about 0.7 GB each: the 169³ showdown tensors, whatever the game)."""
+_tensors_by_tables: OrderedDict[str, SolverTensors] = OrderedDict()
+_tables_at: dict[tuple[str, str], str] = {}  # (warehouse, game config) -> digest of the tables read there
 
 
 def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
-    """Solver tensors from the game's showdown tables in the warehouse (cached per process)."""
-    return _tensors(warehouse_path, cfg.rollout_id("pairs"), cfg.rollout_id("triples"), cfg.to_json())
+    """Solver tensors from the game's showdown tables in the warehouse.
+
+    Kept per process by the tables' content: every asset of a build asks for them, and a build
+    into another warehouse with the same tables (each test's tiny build, a sibling game) reads the
+    tables again (0.3 s) but does not remake the tensors (4 s for any game)."""
+    place = (str(warehouse_path), cfg.to_json())
+    digest = _tables_at.get(place)
+    if digest not in _tensors_by_tables:
+        with db.session(warehouse_path, read_only=False) as con:
+            pairs, triples = load_tables(con, cfg)
+        digest = _tables_at[place] = _tables_digest(pairs, triples)
+        if digest not in _tensors_by_tables:
+            _tensors_by_tables[digest] = SolverTensors(showdown_tensors(pairs, triples))
+            while len(_tensors_by_tables) > TENSORS_HELD:
+                _tensors_by_tables.popitem(last=False)
+    _tensors_by_tables.move_to_end(digest)
+    return _tensors_by_tables[digest]
+
+
+def _tables_digest(pairs: PairTable, triples: TripleTable) -> str:
+    """A digest of what :func:`engine.showdown.showdown_tensors` reads from the two tables."""
+    h = hashlib.blake2b(digest_size=16)
+    for column in (pairs.a, pairs.b, pairs.weight, pairs.p_first_wins,
+                   triples.a, triples.b, triples.c, triples.weight, triples.p):
+        h.update(str((column.dtype, column.shape)).encode())
+        h.update(np.ascontiguousarray(column).tobytes())
+    return h.hexdigest()
 
 
 def checkpoint_dir(cfg: GameConfig) -> Path:
