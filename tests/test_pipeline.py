@@ -888,28 +888,27 @@ def test_solver_tensors_are_made_once_for_the_same_tables_in_any_warehouse(tiny_
     warehouse with the same showdown tables: the tensors (4 s for any game) are kept by the tables'
     content, so a copy of the warehouse reuses them and a changed table row makes new ones."""
     import shutil
-    from collections import OrderedDict
 
     import assets.solve as solve
     from engine.config import load_config
 
     cfg = load_config(tiny_build["config"])
-    made = []
-    real = solve.showdown_tensors
-    monkeypatch.setattr(solve, "showdown_tensors", lambda pairs, triples: made.append(1) or real(pairs, triples))
-    monkeypatch.setattr(solve, "_tensors_by_tables", OrderedDict())
-    monkeypatch.setattr(solve, "_tables_at", {})
     same, changed = tmp_path / "same.duckdb", tmp_path / "changed.duckdb"
     shutil.copy(tiny_build["warehouse"], same)
     shutil.copy(tiny_build["warehouse"], changed)
     with duckdb.connect(str(changed)) as con:  # two orders' probabilities of one triple swapped
-        a, b, c = con.execute("SELECT a, b, c FROM rollout_triples WHERE weight > 0 AND p_abc <> p_acb LIMIT 1").fetchone()
-        con.execute("UPDATE rollout_triples SET p_abc = p_acb, p_acb = p_abc WHERE a = ? AND b = ? AND c = ?", [a, b, c])
-    built = solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg)
-    assert solve.equilibrium_tensors(str(same), cfg) is built and len(made) == 1
+        a, b, c = con.execute("SELECT a, b, c FROM rollout_triples "
+                              "WHERE weight > 0 AND p_abc <> p_acb LIMIT 1").fetchone()
+        con.execute("UPDATE rollout_triples SET p_abc = p_acb, p_acb = p_abc "
+                    "WHERE a = ? AND b = ? AND c = ?", [a, b, c])
+    built = solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg)  # made by the tiny build, or now
+    made = []
+    real = solve.showdown_tensors
+    monkeypatch.setattr(solve, "showdown_tensors", lambda pairs, triples: made.append(1) or real(pairs, triples))
+    assert solve.equilibrium_tensors(str(same), cfg) is built and not made
     other = solve.equilibrium_tensors(str(changed), cfg)
-    assert other is not built and len(made) == 2 and not np.array_equal(other.m3j, built.m3j)
-    assert solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg) is built and len(made) == 2
+    assert other is not built and len(made) == 1 and not np.array_equal(other.m3j, built.m3j)
+    assert solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg) is built and len(made) == 1
 
 
 def test_each_layers_ex_post_equals_the_whole_games_check(tiny_build):
