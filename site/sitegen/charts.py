@@ -228,9 +228,14 @@ def convergence_lines(log: pd.DataFrame) -> alt.Chart:
                          FACET_COLUMNS).resolve_scale(x="independent")
 
 
+def _fgs_depth_x() -> alt.X:
+    """The x axis of the FGS depth charts: the depths as categories, their labels upright."""
+    return alt.X("depth:O", title="FGS depth d (0 = Harville)", axis=alt.Axis(labelAngle=0))
+
+
 def depth_curve(df: pd.DataFrame) -> alt.Chart:
     """MAPD (%) and MAD ($) of FGS-d against the depth d; ``df`` columns: depth, mapd_pct, mad."""
-    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)", axis=alt.Axis(labelAngle=0)))
+    base = alt.Chart(df).encode(x=_fgs_depth_x())
     mapd = base.mark_line(point=True, color="#d62728").encode(
         y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
     mad = base.mark_line(point=True, color="#1f77b4").encode(
@@ -257,7 +262,7 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
 
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
     """Hero ROI (%) and MAPD (%) of FGS-d against the depth d; ``df`` columns: depth, roi_pct, mapd_pct."""
-    base = alt.Chart(df).encode(x=alt.X("depth:O", title="FGS depth d (0 = Harville)", axis=alt.Axis(labelAngle=0)))
+    base = alt.Chart(df).encode(x=_fgs_depth_x())
     roi = base.mark_line(point=True, color="#2ca02c").encode(
         y=alt.Y("roi_pct:Q", title="hero ROI against the equilibrium (%)"),
         tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f")])
