@@ -1,34 +1,8 @@
 """Shared fixtures: a tiny game built end to end through the real Dagster graph."""
 
 import os
-import sys
-import tempfile
 
 import pytest
-
-
-def _own_numba_cache_for_each_worker() -> None:
-    """Give every pytest-xdist worker but the first a numba cache folder of its own.
-
-    numba's on-disk cache is not safe for two processes compiling into one folder at once (numba
-    issues #4807 and #10128): the index of one can be read half-written by the other. The first
-    worker keeps the folder `./lab` chose, so a build run before the tests has warmed it; the
-    builds the tests start as subprocesses inherit their worker's folder. Runs before any test
-    module imports the engine; numba reads the variable at its import, and a kernel takes the
-    folder when it is defined, so a numba imported already (by a plugin) is told too.
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    if worker == "gw0":
-        return
-    base = os.environ.get("NUMBA_CACHE_DIR")
-    folder = os.path.join(base, f"xdist-{worker}") if base else tempfile.mkdtemp(prefix=f"numba-{worker}-")
-    os.makedirs(folder, exist_ok=True)
-    os.environ["NUMBA_CACHE_DIR"] = folder
-    if "numba" in sys.modules:
-        sys.modules["numba"].config.CACHE_DIR = folder
-
-
-_own_numba_cache_for_each_worker()
 
 TINY_TOML = """
 name = "tiny"
