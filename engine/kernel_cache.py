@@ -11,7 +11,9 @@ process's machine code, which a later run loads for the wrong signature (numba i
 
 :func:`guard_kernel_cache` makes each save hold an exclusive lock on a file beside the function's
 index (``<index>.lock``, ``fcntl.flock``) and each load a shared one, so the index and its data
-files change together. The engine's package calls it on import, before any kernel compiles.
+files change together. numba calls it in every process before the first compile or cache load:
+it is the ``init`` of the ``numba_extensions`` entry point in ``pyproject.toml``, so no import
+order can leave a kernel unguarded (a process that defines its kernels first included).
 """
 
 from __future__ import annotations
