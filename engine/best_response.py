@@ -185,13 +185,13 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                 return update, per_seat, sum(r is not None for r in replies)
 
             clock = kinded_clock(hands, todo)
-            done = states_done_events(pool.imap(clock.timed(improve), todo), len(todo), progress, PROGRESS_EVERY_S,
+            done = states_done_events(pool.imap_done(clock.timed(improve), todo), len(todo), progress, PROGRESS_EVERY_S,
                                       {"event": "nemesis_states", "players": n, "round": rnd}, clock=clock,
                                       done_before=done_before, states=m, wall_before=elapsed)
             blocks = BlockSaver(None if checkpoint is None else lambda states: _save_block(
                 checkpoint, n, rnd, states, results, base_probs, last_reply, time.perf_counter() - t0),
                 checkpoint_every)
-            for s_, r in zip(todo, done):
+            for s_, r in done:
                 results[s_] = r
                 blocks.add(s_)
             blocks.flush()  # every state of the round in its blocks: the next round's replies to reuse

@@ -235,7 +235,7 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
     # a few states of every tree first, so that the time left is priced by each tree's own
     # re-solves; each state's results are the same in any order (its own solver, a fresh workspace)
     todo, clock = estimable_loop(hands, heaviest_first(hands), finished, seed=n)
-    solved = states_done_events(pool.imap(clock.timed(work), todo), len(todo), progress, PROGRESS_EVERY_S,
+    solved = states_done_events(pool.imap_done(clock.timed(work), todo), len(todo), progress, PROGRESS_EVERY_S,
                                 {"event": "sweep_states", "label": label, "players": n}, done_before=len(done),
                                 wall_before=wall_before, clock=clock)
 
@@ -244,7 +244,7 @@ def _solve_sweep_layer(hands: list[CompiledHand], n: int, successor_values: dict
         release_free_memory()  # records restored in this thread and replaced by the solver threads
 
     parts = BlockSaver(save_part if checkpoint is not None else None, PART_EVERY_S)
-    for count, s in enumerate(solved, start=1):
+    for count, (s, _) in enumerate(solved, start=1):
         if count < len(todo):  # (the last state is kept by the layer's save that follows)
             parts.add(s)
     return {**layer, "wall_s": wall_before + time.perf_counter() - t0, "solvers": kept}

@@ -79,13 +79,13 @@ def outcome_probabilities(hands: list[CompiledHand], strategies: list[np.ndarray
 
     try:
         clock = kinded_clock(hands, todo)
-        results = states_done_events(pool.imap(clock.timed(one), todo), len(todo), progress, PROGRESS_EVERY_S,
+        results = states_done_events(pool.imap_done(clock.timed(one), todo), len(todo), progress, PROGRESS_EVERY_S,
                                      {"event": "outcome_states", "players": n}, clock=clock,
                                      done_before=len(hands) - len(todo), states=len(hands),
                                      wall_before=time.perf_counter() - t0)
         blocks = BlockSaver(None if checkpoint is None else lambda states: _save_block(
             checkpoint, n, states, out, time.perf_counter() - t0), checkpoint_every)
-        for s, probs in zip(todo, results):
+        for s, probs in results:
             out[s] = probs
             blocks.add(s)
         blocks.flush()  # the last states too: the caller keeps the layer's outcomes only later

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
 from engine.game_tree import CompiledHand, pass_cost
@@ -49,22 +49,31 @@ class SolverPool:
         """fn over items on the threads, the results in the items' order."""
         return list(self.executor.map(fn, items))
 
-    def imap(self, fn: Callable[[Item], Result], items: Iterable[Item], chunk: int = 8) -> Iterator[Result]:
-        """fn over items on the threads, results yielded in the items' order as they come.
+    def imap_done(self, fn: Callable[[Item], Result], items: Iterable[Item],
+                  chunk: int = 8) -> Iterator[tuple[Item, Result]]:
+        """fn over items on the threads: ``(item, result)`` pairs, yielded as the threads finish them.
 
+        In the order they finish, not the items' order: the long loops hand each finished state to
+        a :class:`~engine.checkpoint.BlockSaver`, and in the items' order every state finished
+        after a slow one waited for it, unsaved, while the other threads went on (with 2 threads
+        and one state at a stalled hand's 80,000-iteration cap, minutes of the other thread's
+        work; with 16, fifteen threads'), which an interrupt then lost.
         Items go to the threads in chunks of up to ``chunk`` (fewer when there are too few items
-        to keep every thread busy): each handed-out task costs the main thread GIL time, which a
-        layer solve, with one item per state and outer iteration, otherwise spends by the
-        ten thousands.
+        to keep every thread busy), in the items' order: each handed-out task costs the main
+        thread GIL time, which a layer solve, with one item per state and outer iteration,
+        otherwise spends by the ten thousands. A chunk's pairs are yielded when the whole chunk
+        is done.
         """
         items = list(items)
         size = max(1, min(chunk, len(items) // (4 * self.threads)))
-        if size == 1:
-            yield from self.executor.map(fn, items)
-            return
         chunks = [items[i:i + size] for i in range(0, len(items), size)]
-        for results in self.executor.map(lambda part: [fn(x) for x in part], chunks):
-            yield from results
+        futures = [self.executor.submit(lambda part: [(x, fn(x)) for x in part], part) for part in chunks]
+        try:
+            for future in as_completed(futures):
+                yield from future.result()
+        finally:  # (a consumer that stops early, or an error: the chunks not started are dropped)
+            for future in futures:
+                future.cancel()
 
     def close(self) -> None:
         """Wait for the running items only: after an interrupt the queued ones are dropped."""

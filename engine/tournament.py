@@ -286,7 +286,8 @@ CFR+ iterations)."""
 
 CHECKPOINT_EVERY = 300.0
 """Seconds between the block checkpoints a layer solve saves within an outer iteration: an
-interrupt loses at most about this much work (plus the states running at the time)."""
+interrupt loses at most about this much work, plus the chunks of states the threads are running at
+the time (up to 8 states each; :meth:`~engine.solver_pool.SolverPool.imap_done`)."""
 
 
 JAM_CHANCE_BUDGET = 2 << 30
@@ -525,7 +526,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
 
             blocks = BlockSaver(save_states if checkpoint is not None else None, checkpoint_every)
             for segment in segments:
-                for s, its in pool.imap(work, [s for s in segment.tolist() if s not in spent]):
+                for _, (s, its) in pool.imap_done(work, [s for s in segment.tolist() if s not in spent]):
                     spent[s] = its
                     blocks.add(s)
             referenced = set(ledger.checked_at.tolist())
@@ -608,12 +609,12 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
         ledger.bound[s], _ = solver.exploitability(utilities(solver.hand, values), ws=ws)
 
     clock = KindedClock(tree_kinds[0], wanted, tree_kinds[1])  # (the layer's kinds, not computed again)
-    results = states_done_events(pool.imap(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
+    results = states_done_events(pool.imap_done(clock.timed(measure), todo), len(todo), progress, PROGRESS_EVERY_S,
                                  {"event": "measuring_states", "players": n}, clock=clock, done_before=len(done),
                                  states=len(last), wall_before=time.perf_counter() - t0)
     blocks = BlockSaver(None if checkpoint is None else lambda states: save_measure_block(
         checkpoint, n, outer, states, ledger.bound, time.perf_counter() - t0), checkpoint_every)
-    for s, _ in zip(todo, results):
+    for s, _ in results:
         blocks.add(s)  # (the last ones are kept by the layer's save that follows)
 
 
