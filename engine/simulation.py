@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from engine import simulation_kernel as kernel
+from engine.cores import configured_threads
 from engine.hand import hand_tree
 from engine.states import enumerate_states, state_index
 
@@ -653,4 +654,4 @@ def match_summary(seatings: Sequence[MatchSeating]) -> dict[str, float]:
 
 def default_processes() -> int:
     """Worker processes for packing: the cores numba would use."""
-    return int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    return configured_threads()

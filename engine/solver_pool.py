@@ -7,12 +7,12 @@ profile's hand outcomes. The states go out heaviest first so that no thread idle
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
+from engine.cores import configured_threads
 from engine.game_tree import CompiledHand, pass_cost
 from engine.hand_pass import Workspace
 from engine.memory import release_free_memory
@@ -34,7 +34,7 @@ class SolverPool:
 
     def __init__(self, threads: int | None, hand: CompiledHand):
         release_free_memory()
-        self.threads = max(1, threads or int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1)))
+        self.threads = max(1, threads or configured_threads())
         self.local = threading.local()
         self.template = hand
         self.executor = ThreadPoolExecutor(self.threads)
