@@ -22,8 +22,9 @@ EQUILIBRIUM = "equilibrium"
 
 
 def cache_root() -> Path:
-    """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo."""
-    return Path(os.environ.get("JAMFOLD_CACHE", REPO_ROOT / ".cache"))
+    """Resumable work in progress (checkpoints) lives here: $JAMFOLD_CACHE or .cache/ in the repo
+    (an empty variable counts as unset, not as the current folder)."""
+    return Path(os.environ.get("JAMFOLD_CACHE") or REPO_ROOT / ".cache")
 
 
 def cache_dir(*parts: str) -> Path:
@@ -34,8 +35,9 @@ def cache_dir(*parts: str) -> Path:
 
 
 def build_dir() -> Path:
-    """Where the site is generated and built: $JAMFOLD_BUILD_DIR or build/ in the repo."""
-    return Path(os.environ.get("JAMFOLD_BUILD_DIR", REPO_ROOT / "build"))
+    """Where the site is generated and built: $JAMFOLD_BUILD_DIR or build/ in the repo (an empty
+    variable counts as unset)."""
+    return Path(os.environ.get("JAMFOLD_BUILD_DIR") or REPO_ROOT / "build")
 
 
 def finishing_unit(n: int) -> str:

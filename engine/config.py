@@ -28,6 +28,11 @@ MAX_ROLLOUT_SAMPLES = 1_000_000
 MAX_SIMULATION_SEED = 10**12
 """A simulation series derives its seeds as seed × 1,000,003 + k, stored as BIGINT: a seed above
 this would overflow the column after hours of simulation."""
+PRIZE_POOL_RANGE = (1e-6, 1e15)
+"""The prize pools ($) a game may pay: values, their sums over a layer's states and the squared
+payoffs the simulations sum stay far from float64's underflow and overflow."""
+NAME_LENGTH = 40
+"""Longest game name: the key of a game's rows in the warehouse and of its folders."""
 EXAMPLE_STACK_RANGE = (1e-6, 1e12)
 """Stacks (chips) the equity models take: their sums and products stay far from float64's
 underflow and overflow (Roberts squares 1/x) between these bounds."""
@@ -131,8 +136,9 @@ def _is_int(x: Any) -> bool:
 
 
 def _validate(cfg: GameConfig) -> None:
-    if not isinstance(cfg.name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", cfg.name):
-        raise ConfigError("name", "must be 1-40 characters of a-z, 0-9, '_' or '-', starting with a letter or digit", cfg.name)
+    if not isinstance(cfg.name, str) or not re.fullmatch(rf"[a-z0-9][a-z0-9_-]{{0,{NAME_LENGTH - 1}}}", cfg.name):
+        raise ConfigError("name", f"must be 1-{NAME_LENGTH} characters of a-z, 0-9, '_' or '-', starting with a letter "
+                          "or digit", cfg.name)
     if not _is_int(cfg.players) or not MIN_PLAYERS <= cfg.players <= MAX_PLAYERS:
         raise ConfigError("players", f"must be a whole number from {MIN_PLAYERS} to {MAX_PLAYERS}", cfg.players)
     if not _is_int(cfg.units) or not cfg.players <= cfg.units <= MAX_UNITS:
@@ -151,12 +157,19 @@ def _validate(cfg: GameConfig) -> None:
         raise ConfigError("payouts", f"pays {len(p)} places but the game has only {cfg.players} players", list(p))
     if sum(p) <= 0:
         raise ConfigError("payouts", "must pay a positive prize pool", list(p))
+    lo, hi = PRIZE_POOL_RANGE
+    if not lo <= sum(p) <= hi:
+        raise ConfigError("payouts", f"must sum to a prize pool from {lo:g} to {hi:g} $ (where float64 sums of "
+                          "values neither overflow nor underflow)", list(p))
     if not _is_number(cfg.gamma) or cfg.gamma <= 0:
         raise ConfigError("gamma", "must be a number > 0 ($ of exploitability per hand)", cfg.gamma)
     if cfg.gamma < MIN_GAMMA_SHARE * sum(p):
         raise ConfigError("gamma", f"must be at least {MIN_GAMMA_SHARE:g} × the prize pool ({MIN_GAMMA_SHARE * sum(p):g} $): "
                           "below it, float64 rounding of the values is as large as the target and no solve could "
                           "certify it", cfg.gamma)
+    if cfg.gamma >= sum(p):
+        raise ConfigError("gamma", f"must be below the prize pool ({sum(p):g} $): no strategy can lose that much, so "
+                          "every profile would count as solved", cfg.gamma)
     s = cfg.start
     if not isinstance(s, tuple) or len(s) != cfg.players:
         raise ConfigError("start", f"must list one stack per player ({cfg.players})", list(s) if isinstance(s, tuple) else s)
@@ -258,8 +271,13 @@ def game_config(profile_name: str = "quick", config_file: str = "") -> GameConfi
     return load_config(config_file) if config_file else profile(profile_name)
 
 
+GAME_FIELDS = ("players", "units", "payouts")
+"""The fields a config file without a ``profile`` must set: the game itself."""
+
+
 def load_config(path: str | Path) -> GameConfig:
-    """Read a TOML game config. A ``profile = "…"`` key starts from that profile."""
+    """Read a TOML game config. A ``profile = "…"`` key starts from that profile; without one the
+    file must set the :data:`GAME_FIELDS`."""
     p = Path(path)
     if not str(path).strip():
         raise ConfigError("config", "is empty: give the path of a TOML file", str(path))
@@ -287,6 +305,10 @@ def load_config(path: str | Path) -> GameConfig:
             raise ConfigError("name", f"{exc.rule}; it was taken from the file name: set name = \"…\" in the file",
                               exc.value) from None
         raise
+    missing = [k for k in GAME_FIELDS if k not in data] if base is None else []
+    if missing:  # (the defaults would make a silent 5-player, 45-unit game, hours of solving)
+        raise ConfigError("config", f"must set the game's {', '.join(GAME_FIELDS)} (missing: {', '.join(missing)}), "
+                          "or start from a profile (profile = \"quick\")", str(p))
     if cfg.name in PROFILES and cfg != profile(cfg.name):
         how = "name" if named else "file name"
         raise ConfigError("name", f"'{cfg.name}' (the config's {how}) is a built-in profile's name, and the config "
@@ -299,14 +321,16 @@ def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
     """Copy of ``cfg`` with the given (non-None) fields replaced and re-validated.
 
     Changing ``players`` or ``units`` without a new ``start`` resets the start to equal stacks.
+    Without a new ``name`` the game is named ``<name>-<6 hex digits of the overrides>``, the name
+    cut to 33 characters where it is longer.
     """
     clean = {k: v for k, v in overrides.items() if v is not None}
     if not clean:
         return cfg
     values = {**cfg.to_dict(), **clean}
-    if "name" not in clean:
+    if "name" not in clean:  # (the name cut short to make room for the digest, so that it stays valid)
         digest = hashlib.sha1(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()[:6]
-        values["name"] = f"{cfg.name}-{digest}"
+        values["name"] = f"{cfg.name[:NAME_LENGTH - len(digest) - 1]}-{digest}"
     if ("players" in clean or "units" in clean) and "start" not in clean:
         values["start"] = None
     return make_config(**values)

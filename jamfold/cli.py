@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.config import ConfigError, GameConfig
+from engine.cores import configured_threads
 
 EXIT_USAGE = 2
 
@@ -173,8 +174,15 @@ def _game_config(args: argparse.Namespace):
 
 
 def _game_flag(args: argparse.Namespace) -> str:
-    """How the command named its game (`--config FILE` or `--profile NAME`), for messages."""
-    return f"--config {args.config}" if args.config is not None else f"--profile {args.profile}"
+    """How the command named its game (`--config FILE` or `--profile NAME`, then any field it
+    overrode, e.g. `--gamma 0.002`: another game), for messages."""
+    flags = [f"--config {args.config}" if args.config is not None else f"--profile {args.profile}"]
+    for key in _OVERRIDES:
+        value = getattr(args, key, None)
+        if value is not None:
+            shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+            flags.append(f"--{key.replace('_', '-')} {shown}")
+    return " ".join(flags)
 
 
 # ---------------------------------------------------------------- site
@@ -224,9 +232,9 @@ def cmd_build(args: argparse.Namespace) -> None:
         _fits_in_memory(cfg)
     from warehouse import db
 
-    db.connect(args.warehouse).close()  # a bad or busy warehouse fails now, before Dagster loads
     repo = Path(__file__).resolve().parent.parent
-    os.environ.setdefault("DAGSTER_HOME", str(repo / ".dagster_home"))
+    if not os.environ.get("DAGSTER_HOME"):  # (unset or empty)
+        os.environ["DAGSTER_HOME"] = str(repo / ".dagster_home")
     home = Path(os.environ["DAGSTER_HOME"])
     _usable_folder("DAGSTER_HOME", home)
     from assets.paths import build_dir, cache_root
@@ -234,6 +242,9 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     _usable_folder("JAMFOLD_CACHE (checkpoints)", cache_root())
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())
+    # a bad or busy warehouse fails now, before Dagster loads (and after the folders: a build refused
+    # for one of them leaves no new warehouse file behind)
+    db.connect(args.warehouse).close()
     # one build of a game at a time (two would write the same checkpoints), held from before the
     # build writes anything: a running build's assets read the config copy it writes; games with the
     # same equilibrium share their checkpoints (assets.resume.game_key), so they share the lock
@@ -327,7 +338,7 @@ def _config_from_args(args: argparse.Namespace):
 
 def _write_config(cfg, repo: Path) -> Path:
     """Persist an ad-hoc config so Dagster (and a later `dagster dev`) can reload exactly it."""
-    path = Path(os.environ.get("DAGSTER_HOME", repo / ".dagster_home")) / "configs" / f"{cfg.name}.toml"
+    path = Path(os.environ.get("DAGSTER_HOME") or repo / ".dagster_home") / "configs" / f"{cfg.name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for k, v in cfg.to_dict().items():
@@ -348,6 +359,8 @@ def cmd_progress(args: argparse.Namespace) -> None:
     from assets.resume import game_folder, game_key
     from engine.solve_status import lock_holder
 
+    if cache_root().exists() and not cache_root().is_dir():
+        raise UsageError(f"JAMFOLD_CACHE (checkpoints): {cache_root()} is not a folder")
     folder = game_folder(cache_root(), "solve", cfg, adopt=False)
     print(f"game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts "
           f"${'/'.join(f'{x:g}' for x in cfg.payouts)}, gamma ${cfg.gamma:g}")
@@ -739,6 +752,10 @@ def check_dagster_env() -> None:
         _fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
     from engine.memory import memory_shortfall
 
+    try:
+        configured_threads()
+    except ConfigError as exc:
+        _fail(str(exc))
     why = memory_shortfall(cfg.players, cfg.units)
     if why is not None:  # the UI still serves the warehouse's tables; its layer assets will refuse the solve
         print(f"jamfold: warning: {why}; the solve assets will refuse to run", file=sys.stderr)
@@ -747,6 +764,7 @@ def check_dagster_env() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
+        configured_threads()  # a bad NUMBA_NUM_THREADS fails now, not in a layer's solve
         args.func(args)
     except (UsageError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))

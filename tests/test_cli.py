@@ -113,17 +113,40 @@ def test_bad_input_exits_2_with_message(capsys, argv, needle):
 def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, tmp_path, monkeypatch, variable):
     """A checkpoint, site or Dagster folder under a regular file: exit 2 naming the variable at the
     start, not a traceback in the asset that first writes there (the site: the last, hours later).
-    The warehouse stays empty of games: no asset ran."""
-    import duckdb
-
+    No warehouse file is made."""
     (tmp_path / "afile").write_text("x")
     monkeypatch.setenv(variable, str(tmp_path / "afile" / "sub"))
     warehouse = tmp_path / "w.duckdb"
     code, _, err = run(capsys, "build", "--profile", "quick", "--warehouse", str(warehouse))
     assert code == 2 and f"{variable}" in err and "cannot create the folder" in err, err
     assert "Traceback" not in err
-    if warehouse.exists():
-        assert duckdb.connect(str(warehouse), read_only=True).execute("SELECT count(*) FROM games").fetchone()[0] == 0
+    assert not warehouse.exists()  # the folders are checked before the warehouse is opened (and made)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1"])
+def test_a_bad_numba_num_threads_exits_2_naming_it(capsys, monkeypatch, value):
+    """numba itself warns about an unreadable value and fails with a traceback at 0: every command
+    checks it first (here `progress`, which reads only a few files)."""
+    monkeypatch.setenv("NUMBA_NUM_THREADS", value)
+    code, _, err = run(capsys, "progress", "--profile", "quick")
+    assert code == 2 and "NUMBA_NUM_THREADS: must be a whole number of threads ≥ 1" in err and "Traceback" not in err
+
+
+def test_progress_refuses_a_checkpoint_folder_that_is_a_file_and_names_the_overrides(capsys, tmp_path, monkeypatch):
+    """`progress` must not answer "nothing started" for a JAMFOLD_CACHE it cannot read, and the build
+    command it suggests must name the same game, overrides included. An empty JAMFOLD_CACHE is unset,
+    not the current folder."""
+    from assets.paths import REPO_ROOT, cache_root
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "afile"))
+    code, _, err = run(capsys, "progress", "--profile", "quick")
+    assert code == 2 and "JAMFOLD_CACHE (checkpoints):" in err and "is not a folder" in err
+    monkeypatch.setenv("JAMFOLD_CACHE", "")
+    assert cache_root() == REPO_ROOT / ".cache"
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    code, out, _ = run(capsys, "progress", "--profile", "quick", "--gamma", "0.002", "--payouts", "60", "40")
+    assert code == 0 and "`./lab build --profile quick --payouts 60.0 40.0 --gamma 0.002` starts it" in out
 
 
 def test_a_second_build_of_the_same_game_is_refused_while_the_first_runs(capsys, tmp_path, monkeypatch):

@@ -182,3 +182,56 @@ def test_a_config_may_not_take_a_profiles_name_with_other_fields(tmp_path):
     assert load_config(by_name) == profile("thesis")
     by_file.write_text('profile = "quick"\n')
     assert load_config(by_file) == profile("quick")
+
+
+def test_an_override_of_a_long_named_game_keeps_a_valid_name():
+    """Overrides name the game ``<name>-<digest>``: a 40-character name is cut to make room, where it
+    had made every flag fail naming a name the user never typed."""
+    cfg = make_config(name="a" * 40, players=3, units=10, payouts=(70, 30))
+    changed = with_overrides(cfg, gamma=0.002)
+    assert len(changed.name) == 40 and changed.name.startswith("a" * 33 + "-") and changed.gamma == 0.002
+    assert with_overrides(cfg, gamma=0.003).name != changed.name  # (the digest tells the games apart)
+
+
+ALL_THREE = "players, units, payouts"
+
+
+@pytest.mark.parametrize("text,missing", [("", ALL_THREE), ("gamma = 0.01\n", ALL_THREE),
+                                          ("players = 3\nunits = 10\n", "payouts")])
+def test_a_config_without_a_profile_must_set_the_game(tmp_path, text, missing):
+    """The defaults would otherwise make it a 5-player, 45-unit game: hours of solving nobody asked for."""
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=rf"^config: must set the game's {ALL_THREE} \(missing: {missing}\)"):
+        load_config(path)
+    path.write_text('profile = "quick"\n' + text)  # from a profile, any subset
+    assert load_config(path).units == 10
+
+
+@pytest.mark.parametrize("payouts,gamma,field,rule", [
+    ((1.7e308,), 1e300, "payouts", "must sum to a prize pool from 1e-06 to 1e+15 $"),
+    ((1e-300,), 1e-310, "payouts", "must sum to a prize pool from 1e-06 to 1e+15 $"),
+    ((60, 40), 100.0, "gamma", "must be below the prize pool (100 $)"),
+    ((60, 40), 1e6, "gamma", "must be below the prize pool (100 $)"),
+])
+def test_prize_pools_out_of_float64s_reach_and_targets_above_the_pool_are_refused(payouts, gamma, field, rule):
+    with pytest.raises(ConfigError) as info:
+        make_config(players=3, units=10, payouts=payouts, gamma=gamma)
+    assert info.value.field == field and info.value.rule.startswith(rule)
+    make_config(players=3, units=10, payouts=(1e-6,), gamma=1e-15)  # the bounds themselves are games
+    make_config(players=3, units=10, payouts=(1e15,), gamma=1e6)
+
+
+@pytest.mark.parametrize("value,threads", [("3", 3), (" 1 ", 1), ("", None), ("abc", "error"), ("0", "error"),
+                                           ("-2", "error"), ("1.5", "error")])
+def test_numba_num_threads_is_read_or_refused_by_name(monkeypatch, value, threads):
+    import os
+
+    from engine.cores import configured_threads
+
+    monkeypatch.setenv("NUMBA_NUM_THREADS", value)
+    if threads == "error":
+        with pytest.raises(ConfigError, match=r"^NUMBA_NUM_THREADS: must be a whole number of threads ≥ 1"):
+            configured_threads()
+    else:
+        assert configured_threads() == (threads or os.cpu_count())

@@ -41,7 +41,7 @@ class WarehouseUnusable(ValueError):
 
 def warehouse_path() -> Path:
     """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo."""
-    return Path(os.environ.get("JAMFOLD_WAREHOUSE", DEFAULT_PATH))
+    return Path(os.environ.get("JAMFOLD_WAREHOUSE") or DEFAULT_PATH)  # (empty: unset)
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
