@@ -17,7 +17,7 @@ import pandas as pd
 
 from assets.paths import EQUILIBRIUM, ex_post_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit, warehouse_rows_digest
 from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
@@ -166,8 +166,8 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                       "mean_gain": float(frame["gain"].mean()), "worst_residual": log[-1]["bellman_residual"],
                       "rounds": len(log)}
             with warehouse.connect() as con:
-                kept = db.replace_rows(con, "nemesis_values", frame,
-                                       {"game": cfg.name, "profile": PROFILE, "players": n})
+                kept = db.replace_rows(con, "nemesis_values", frame, key)
+                record["rows_digest"] = warehouse_rows_digest(con, "nemesis_values", key)
             done.save(unit, record, rows=frame)
             context.log.info(f"{n}-player layer: nemesis values of {m:,} states in {record['rounds']} rounds, "
                              f"{time.perf_counter() - t0:.1f} s; largest gain {record['max_gain']:.6f} $")

@@ -25,7 +25,7 @@ import pandas as pd
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
 from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
@@ -147,9 +147,11 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                           progress=lambda event: context.log.info(outcome_log_line(event)),
                                           checkpoint=done.work_dir(finishing_unit(n)))
             frame = finishing_rows(layer_finishing(hands, probs, n, lower, cfg.players))  # lower: the layers below n
+            key = {"game": cfg.name, "players": n}
             with warehouse.connect() as con:
-                rows = db.replace_rows(con, "finishing", frame, {"game": cfg.name, "players": n})
-            done.save(finishing_unit(n), {"rows": len(frame)}, rows=frame)
+                rows = db.replace_rows(con, "finishing", frame, key)
+                record = {"rows": len(frame), "rows_digest": warehouse_rows_digest(con, "finishing", key)}
+            done.save(finishing_unit(n), record, rows=frame)
             context.log.info(f"{n}-player layer: finishing probabilities of {m:,} states in "
                              f"{time.perf_counter() - t0:.2f} s")
         with warehouse.connect() as con:

@@ -19,7 +19,7 @@ from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies, strategies_fingerprint
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit
+from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
 from assets.solve import equilibrium_tensors
 from engine.best_response import ex_post
 from engine.equity_models import model_names
@@ -65,11 +65,11 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                 held, = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ?",
                                     [cfg.name, model]).fetchone()
                 # (or checked for a game of another name with the same equilibrium and model strategies)
-                rows_of_kept_unit(con, done, model, record, "nemesis_values", key, record["rows"], held)
+                found = rows_of_kept_unit(con, done, model, record, "nemesis_values", key, record["rows"], held)
                 count, low, mean, high = con.execute(
                     "SELECT count(*), min(gain), avg(gain), max(gain) FROM nemesis_values WHERE game = ? AND profile = ?",
                     [cfg.name, model]).fetchone()
-            if count == record["rows"]:
+            if found is not None and count == record["rows"]:
                 rows += count
                 checked.append((float(low), record["worst_residual"], record["value_error"]))
                 context.log.info(f"{model}: mean nemesis gain {mean:.4f} $, max {high:.4f} $ (checked earlier "
@@ -97,6 +97,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         checked.append((float(frame["gain"].min()), record["worst_residual"], record["value_error"]))
         with warehouse.connect() as con:
             rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
+            record["rows_digest"] = warehouse_rows_digest(con, "nemesis_values", {"game": cfg.name, "profile": model})
         done.save(model, record, rows=frame)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
     lows, residuals, value_errors = zip(*checked)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from assets.paths import cache_root
-from engine.atomic_files import atomic_path, write_text_atomic
+from engine.atomic_files import atomic_path, drop_dead_temporaries, write_text_atomic
 from engine.config import GameConfig, make_config
 
 if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
@@ -40,8 +40,8 @@ def game_key(cfg: GameConfig) -> str:
     return f"{cfg.players}p{cfg.units}u-{_solve_digest(cfg)}"
 
 
-def _solve_digest(cfg: GameConfig) -> str:
-    return hashlib.sha1(cfg.solve_key().encode()).hexdigest()[:10]
+def _solve_digest(cfg: GameConfig, legacy: bool = False) -> str:
+    return hashlib.sha1(cfg.solve_key(legacy).encode()).hexdigest()[:10]
 
 
 def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> Path:
@@ -52,15 +52,18 @@ def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> P
     written), ``adopt`` renames it to the new name, so no finished work is lost; without ``adopt``
     (`jamfold progress`, which changes nothing beside a running build) the old folder is returned
     as it is. Other old folders of the same digest are left alone (`jamfold progress` names them:
-    :func:`unused_old_folders`)."""
+    :func:`unused_old_folders`). Folders named by the digest of the key before 2026-11-30 (payouts
+    as given, e.g. `[50.0, 30.0, 20.0]` from `--payouts`: :meth:`GameConfig.solve_key`) are
+    adopted the same way."""
     folder = root / kind / game_key(cfg)
     if folder.exists():
         return folder
     digest = _solve_digest(cfg)
-    old = [p for p in (root / kind).glob(f"*-{digest}") if p.is_dir() and p != folder]
+    digests = {digest, _solve_digest(cfg, legacy=True)}
+    old = [p for d in sorted(digests) for p in (root / kind).glob(f"*-{d}") if p.is_dir() and p != folder]
     if not old:
         return folder
-    own = [p for p in old if p.name == f"{cfg.name}-{digest}"]
+    own = [p for p in old if p.name in {f"{cfg.name}-{d}" for d in digests}]
     found = own[0] if own else max(old, key=lambda p: p.stat().st_mtime)
     if not adopt:
         return found
@@ -77,11 +80,11 @@ def unused_old_folders(root: Path, cfg: GameConfig) -> list[Path]:
     use: another game's of the same equilibrium, once the game's own (or the latest) was renamed
     by :func:`game_folder`. Checkpoints of the same equilibrium, so safe to delete (the `thesis`
     solve's holds 15 GB); `jamfold progress` lists them."""
-    digest = _solve_digest(cfg)
+    digests = sorted({_solve_digest(cfg), _solve_digest(cfg, legacy=True)})
     unused = []
     for kind in CHECKPOINT_KINDS:
         used = game_folder(root, kind, cfg, adopt=False)
-        unused += sorted(p for p in (root / kind).glob(f"*-{digest}") if p.is_dir() and p != used)
+        unused += sorted(p for d in digests for p in (root / kind).glob(f"*-{d}") if p.is_dir() and p != used)
     return unused
 
 
@@ -117,6 +120,19 @@ def rows_digest(con: duckdb.DuckDBPyConnection, query: str, params: list) -> str
     return hashlib.sha1(repr(rows).encode()).hexdigest() if rows else None
 
 
+def warehouse_rows_digest(con: duckdb.DuckDBPyConnection, table: str, key: dict[str, Any]) -> str:
+    """A digest of the rows ``table`` holds under ``key``: their count and the sum of a hash of each
+    row's other columns (in any order). A unit's record keeps the digest of the rows it wrote
+    (``rows_digest``), so that as many rows written by another run (a game sharing the checkpoints
+    whose equilibrium was solved again since) are not taken for them (:func:`rows_of_kept_unit`)."""
+    columns = [c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                                         "ORDER BY column_index", [table]).fetchall() if c not in key]
+    where = " AND ".join(f"{column} = ?" for column in key)
+    count, total = con.execute(f"SELECT count(*), sum(hash({', '.join(columns)})::HUGEINT) FROM {table} "
+                               f"WHERE {where}", list(key.values())).fetchone()
+    return f"{count}:{total}"
+
+
 _ROWS_STAMP = "__stamp__"
 """The member of a unit's rows file that holds the stamp they were saved with."""
 
@@ -128,6 +144,9 @@ class UnitCheckpoint:
         self.folder = folder
         self.stamp = json.loads(json.dumps(stamp))  # as it reads back
         self.usable = all(v is not None for v in stamp.values())  # unknown upstream: keep nothing
+        if folder.is_dir():  # what writers killed outright left (row files, blocks: up to tens of MB each)
+            for place in [folder, *(p for p in folder.glob("*.work-*") if p.is_dir())]:
+                drop_dead_temporaries(place)
 
     def _path(self, unit: str) -> Path:
         return self.folder / f"{unit}.json"
@@ -138,7 +157,10 @@ class UnitCheckpoint:
         if not self.usable or not path.exists():
             return None
         saved = json.loads(path.read_text())
-        return saved["record"] if saved.get("stamp") == self.stamp else None
+        if saved.get("stamp") != self.stamp:
+            return None
+        self._drop_work(unit)  # (left where a kill fell between the record's save and this)
+        return saved["record"]
 
     def save(self, unit: str, record: dict, rows: Mapping[str, Any] | None = None) -> None:
         """Keep ``record`` for ``unit`` (written to a temporary name and renamed: complete or absent),
@@ -236,11 +258,13 @@ def rows_from_checkpoint(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, u
 def rows_of_kept_unit(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit: str, record: dict, table: str,
                       key: dict[str, Any], expected: int, held: int) -> str | None:
     """Where a kept unit's ``expected`` rows are, for its valid ``record``, given that the warehouse
-    holds ``held`` rows under ``key``: "held" (the warehouse has them; kept beside the record too,
+    holds ``held`` rows under ``key``: "held" (the warehouse has them, the same rows by their digest
+    where the record has one, :func:`warehouse_rows_digest`; kept beside the record too,
     :func:`keep_rows_of`), "restored" (taken from the checkpoint: the unit was done for a game of
     another name with the same equilibrium, :func:`rows_from_checkpoint`), or None (neither: the
     unit is to be done again)."""
-    if held == expected:
+    digest = record.get("rows_digest")  # (records before 2026-11-30 have none: the count alone)
+    if held == expected and (digest is None or digest == warehouse_rows_digest(con, table, key)):
         keep_rows_of(con, done, unit, record, table, key)
         return "held"
     return "restored" if rows_from_checkpoint(con, done, unit, table, key, expected) else None

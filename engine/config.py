@@ -109,10 +109,20 @@ class GameConfig:
         mode = self.rollout_pairs if kind == "pairs" else self.rollout_triples
         return "exact" if mode == "exact" else f"sampled-{self.rollout_samples}-seed{self.rollout_seed}"
 
-    def solve_key(self) -> str:
-        """JSON of the fields the equilibrium depends on (checkpoints are keyed by it)."""
+    def solve_key(self, legacy: bool = False) -> str:
+        """JSON of the fields the equilibrium depends on (checkpoints are keyed by it).
+
+        The payouts are taken as the prizes they pay: whole numbers written as integers, places
+        paying 0 at the end dropped, so ``--payouts 50 30 20`` (floats) and a TOML ``[50, 30, 20, 0]``
+        find the solve of ``[50, 30, 20]``. ``legacy``: the key as it was before 2026-11-30, the
+        payouts as given (checkpoint folders named by it are adopted, :func:`assets.resume.game_folder`)."""
         keys = ("players", "units", "payouts", "gamma")
         d = {k: v for k, v in self.to_dict().items() if k in keys}
+        if not legacy:
+            paid = list(self.payouts)
+            while len(paid) > 1 and paid[-1] == 0:
+                paid.pop()
+            d["payouts"] = [int(x) if float(x).is_integer() else float(x) for x in paid]
         d["tables"] = [self.rollout_id("pairs"), self.rollout_id("triples")]
         return json.dumps(d, sort_keys=True)
 

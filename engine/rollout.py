@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.atomic_files import atomic_path
+from engine.atomic_files import atomic_path, drop_dead_temporaries
 from engine.cards import N_CLASSES
 from engine.rollout_exact import ORDER_PLAYERS, ORDERS, deal_counts, matchup_hists, order_shares
 from engine.rollout_sampled import sample_hists
@@ -401,6 +401,7 @@ def _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk_rows, t
     if checkpoint_dir is not None:
         ckpt = Path(checkpoint_dir)
         ckpt.mkdir(parents=True, exist_ok=True)
+        drop_dead_temporaries(ckpt)  # (a chunk's writer killed outright)
     deals = np.zeros(n_rows, np.int64)
     p = np.full((n_rows, 6), np.nan)
     if mode == "sampled":

@@ -1,5 +1,6 @@
 """assets.resume: finished units are kept only against the same stamp, and written whole."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -40,6 +41,60 @@ def test_a_units_work_folder_belongs_to_its_stamp(tmp_path):
     UnitCheckpoint(folder, {"model_strategies": "xyz"}).save("harville", {"rows": 3})
     assert not other.exists() and weitzman.exists()  # a finished unit drops its own work only
     assert UnitCheckpoint(folder, {"model_strategies": None}).work_dir("harville") is None  # nothing kept
+
+
+def test_what_a_killed_writer_left_goes_when_the_units_are_next_opened(tmp_path):
+    """A SIGKILL mid-write leaves `*.tmp<pid>` files (a unit's rows, a block: tens of MB in a big
+    game), and one between a unit's record and the deletion of its work folder leaves that folder:
+    both go when the folder's units are next opened. A live process's temporaries stay (it may be
+    writing them now)."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "finishing"
+    done = UnitCheckpoint(folder, {"equilibrium": "abc"})
+    work = done.work_dir("layer3")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    leftovers = [folder / f"layer3.rows.npz.tmp{dead_pid}", work / f"outcomes.block2.npz.tmp{dead_pid}"]
+    live = folder / f"layer4.rows.npz.tmp{os.getpid()}"
+    for path in [*leftovers, live]:
+        path.write_bytes(b"cut short")
+    (folder / "layer3.json").write_text(json.dumps({"stamp": {"equilibrium": "abc"}, "record": {"rows": 3}}))
+    reopened = UnitCheckpoint(folder, {"equilibrium": "abc"})
+    assert not any(p.exists() for p in leftovers) and live.exists()
+    assert work.exists()  # (kept until its unit's record is read: a running unit's work is not touched)
+    assert reopened.load("layer3") == {"rows": 3} and not work.exists()
+
+
+def test_rows_of_another_run_with_the_same_count_are_not_taken_for_a_units_own(tmp_path):
+    """A unit's record keeps a digest of the rows it wrote: where the warehouse holds as many rows
+    under the unit's key but other ones (a game sharing the checkpoints whose equilibrium was solved
+    again since), they are not "held" but replaced by the rows kept with the record."""
+    import pandas as pd
+
+    from assets.resume import rows_of_kept_unit, warehouse_rows_digest
+    from warehouse import db
+
+    def frame(shift: float) -> pd.DataFrame:
+        return pd.DataFrame({"state_id": [0, 0, 1, 1], "position": [0, 1, 0, 1], "place": [1, 1, 2, 2],
+                             "probability": [0.5 + shift, 0.5 - shift, 0.25, 0.75]})
+
+    key = {"game": "g", "players": 2}
+    done = UnitCheckpoint(tmp_path / "finishing", {"equilibrium": "e2"})
+    with db.session(tmp_path / "w.duckdb") as con:
+        db.replace_rows(con, "finishing", frame(0.125), key)  # the rows of equilibrium e2, recorded
+        record = {"rows": 4, "rows_digest": warehouse_rows_digest(con, "finishing", key)}
+        done.save("layer2", record, rows=frame(0.125))
+        assert rows_of_kept_unit(con, done, "layer2", record, "finishing", key, 4, 4) == "held"
+        db.replace_rows(con, "finishing", frame(0.0), key)  # as many rows of another equilibrium
+        assert warehouse_rows_digest(con, "finishing", key) != record["rows_digest"]
+        assert rows_of_kept_unit(con, done, "layer2", record, "finishing", key, 4, 4) == "restored"
+        assert warehouse_rows_digest(con, "finishing", key) == record["rows_digest"]
+        del record["rows_digest"]  # a record before the digests: the count alone, as before
+        db.replace_rows(con, "finishing", frame(0.0), key)
+        assert rows_of_kept_unit(con, done, "layer2", record, "finishing", key, 4, 4) == "held"
 
 
 class _Clock:
@@ -90,6 +145,29 @@ def test_games_with_the_same_equilibrium_share_their_checkpoint_folders():
     assert game_key(thesis).startswith("5p45u-")
     assert game_key(with_overrides(thesis, gamma=1e-3)) != game_key(thesis)
     assert game_key(with_overrides(thesis, payouts=[65, 35])) != game_key(thesis)
+
+
+def test_payouts_are_keyed_by_the_prizes_they_pay_and_old_keys_are_adopted(tmp_path):
+    """`--payouts 50 30 20` (floats) and a trailing place that pays 0 are the same game as the
+    profile's `[50, 30, 20]`: the same solve, not a new one (20 h for `thesis`). A checkpoint folder
+    named by the key before (the payouts as given) is adopted whole."""
+    from engine.config import make_config
+
+    thesis = profile("thesis")
+    assert game_key(with_overrides(thesis, payouts=[50.0, 30.0, 20.0])) == game_key(thesis)
+    assert game_key(with_overrides(thesis, payouts=[50, 30, 20, 0, 0])) == game_key(thesis)
+    assert game_key(with_overrides(thesis, payouts=[50.5, 30, 19.5])) != game_key(thesis)
+    assert profile("quick").solve_key() == profile("quick").solve_key(legacy=True)  # (the profiles' keys stay)
+    cfg = make_config(name="mine", players=3, units=10, payouts=[70.0, 30.0])
+    legacy = hashlib.sha1(cfg.solve_key(legacy=True).encode()).hexdigest()[:10]
+    assert not game_key(cfg).endswith(legacy)
+    old = tmp_path / "solve" / f"3p10u-{legacy}"
+    old.mkdir(parents=True)
+    (old / "layer2.npz").write_text("solved")
+    assert game_folder(tmp_path, "solve", cfg, adopt=False) == old
+    assert unused_old_folders(tmp_path, cfg) == []
+    adopted = game_folder(tmp_path, "solve", cfg)
+    assert adopted.name == game_key(cfg) and (adopted / "layer2.npz").read_text() == "solved" and not old.exists()
 
 
 def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):

@@ -400,11 +400,13 @@ def test_sampled_triple_table_checkpoints_and_resumes(tmp_path, monkeypatch):
     # an "interrupted" build: one chunk missing; only that chunk is computed again
     files[3].unlink()
     files[5].write_bytes(b"truncated")  # unreadable chunks are recomputed too
+    killed = tmp_path / f"{files[3].name}.tmp{2**22 + 7}"  # a chunk's writer killed outright (no such pid)
+    killed.write_bytes(b"half a chunk")
     computed = []
     real = ro._sampled_rows
     monkeypatch.setattr(ro, "_sampled_rows", lambda cl, ids, *a: computed.append(ids[0]) or real(cl, ids, *a))
     again = ro.build_triple_table("sampled", samples=4, seed=2, checkpoint_dir=str(tmp_path))
-    assert computed == [300_000, 500_000]
+    assert computed == [300_000, 500_000] and not killed.exists()
     assert np.array_equal(again.p, table.p, equal_nan=True)
     assert np.array_equal(again.weight, table.weight)
 
