@@ -518,11 +518,12 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                 segments = [estimable_order(left, tree_kinds[0], seed=outer)]
 
             def save_states(pending: list[int]) -> None:
-                save_block(checkpoint, n, outer, spent, pending, solvers, ledger, elapsed=time.perf_counter() - t0)
+                elapsed = time.perf_counter() - t0  # (the event says what the block keeps)
+                save_block(checkpoint, n, outer, spent, pending, solvers, ledger, elapsed=elapsed)
                 release_free_memory()  # the restored records the threads replaced (engine.memory)
                 if progress:
                     progress({"event": "block_saved", "players": n, "outer_iteration": outer + 1,
-                              "states": len(pending), "done": len(spent), "wall_s": time.perf_counter() - t0})
+                              "states": len(pending), "done": len(spent), "wall_s": elapsed})
 
             blocks = BlockSaver(save_states if checkpoint is not None else None, checkpoint_every)
             for segment in segments:

@@ -375,15 +375,14 @@ def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, 
             saved.append(event["wall_s"])
             if len(saved) == 3:
                 raise Interrupt
-            time.sleep(1.0)  # the earlier run's work, as time: the resumed run takes far less, even
-            # beside a second test worker compiling kernels on a 2-core machine
+            time.sleep(0.4)  # the earlier run's work, as time: the resumed run takes far less
 
     with pytest.raises(Interrupt):
         solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, checkpoint_every=0.0,
                     progress=slow_then_stop)
-    assert saved[-1] >= 2.0
+    assert saved[-1] >= 0.8
     blocks = sorted(tmp_path.glob("layer3.outer0.block*.npz"))
-    assert [float(np.load(b)["elapsed"]) for b in blocks] == pytest.approx(saved, abs=0.05)
+    assert [float(np.load(b)["elapsed"]) for b in blocks] == saved  # (the time each block keeps, to the bit)
     t0 = time.perf_counter()
     import engine.tournament as tournament
 
