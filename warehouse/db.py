@@ -306,7 +306,7 @@ def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = Non
             return f"{v:.{decimals}f}" if decimals is not None else f"{v:.{digits}g}"
         if isinstance(v, (list, tuple)):
             return ", ".join(str(x) for x in v)
-        return "" if v is None or v is pd.NaT else str(v)
+        return "" if v is None or v is pd.NaT or v is pd.NA else str(v)  # (str(pd.NA) is '<NA>': an HTML tag)
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
     rows = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]

@@ -394,7 +394,9 @@ _add(Table(
      _c("equilibrium", "DOUBLE", "the equilibrium payoff, $"),
      _c("deviation", "DOUBLE", "payoff − equilibrium, $"),
      _c("relative_deviation_pct", "DOUBLE", "(payoff − equilibrium) / equilibrium × 100, %"),
-     _c("payoff_pa", "DOUBLE", "position-averaged model payoff, $"),
+     _c("payoff_pa", "DOUBLE", "position-averaged model payoff, $ (the model's payoffs of the stack averaged over "
+        "the same seatings as `equilibrium_pa`: the same as `payoff` for Harville, Weitzman and Roberts, which pay a "
+        "stack the same in every seat; FGS-d, which sees the blinds, is compared with its own average)"),
      _c("equilibrium_pa", "DOUBLE", "position-averaged equilibrium payoff, $")),
     key=(), kind="view",
     view_sql="""

@@ -127,9 +127,10 @@ def is_simulated(con: duckdb.DuckDBPyConnection, game: str) -> bool:
 
 def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
-    builds = con.execute("""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s, built_at
-                            FROM rollout_tables WHERE rollout IN (?, ?) ORDER BY kind""",
-                         [cfg["pairs_id"], cfg["triples_id"]]).df()
+    builds_sql = f"""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s,
+       built_at
+FROM rollout_tables WHERE rollout IN ('{cfg["pairs_id"]}', '{cfg["triples_id"]}') ORDER BY kind"""
+    builds = con.execute(builds_sql).df()
     params = pd.DataFrame([
         ("players", cfg["players"]), ("units (SB = 1, BB = 2)", cfg["units"]),
         ("payouts ($)", ", ".join(f"{p:g}" for p in cfg["payouts"])), ("gamma ($ per hand)", cfg["gamma"]),
@@ -192,6 +193,12 @@ JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets
 the lab's other named games. The warehouse is `warehouse/lab.duckdb`; open it with
 `duckdb -readonly warehouse/lab.duckdb` or `duckdb.connect(..., read_only=True)`.
 
+## Query it
+
+The game's parameters (its config as JSON, with the prize pool) and the showdown tables it used:
+{query_block(f"SELECT * FROM games WHERE game = '{game}'")}
+{query_block(builds_sql)}
+
 ## Pages
 
 - [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
@@ -205,14 +212,14 @@ def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     pairs_id, triples_id = cfg["pairs_id"], cfg["triples_id"]
     labels = [r[0] for r in con.execute("SELECT label FROM hand_classes ORDER BY class_id").fetchall()]
     grid = con.execute("SELECT hand, versus, round(p_win, 5) AS p_win FROM pair_equities WHERE rollout = ?", [pairs_id]).df()
-    build = con.execute("SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables "
-                        "WHERE rollout = ? AND kind = 'pairs'", [pairs_id]).df()
-    notable = con.execute(
-        """SELECT hand, versus, round(p_win, 4) AS p_win, round(1 - p_win, 4) AS p_versus, weight
-           FROM pair_equities WHERE rollout = ? AND (hand, versus) IN (SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))""",
-        [pairs_id, [a for a, _ in NOTABLE_PAIRS], [b for _, b in NOTABLE_PAIRS]]).df()
-    order = {p: i for i, p in enumerate(NOTABLE_PAIRS)}
-    notable = notable.iloc[sorted(range(len(notable)), key=lambda i: order[(notable.hand.iat[i], notable.versus.iat[i])])]
+    build_sql = f"""SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables
+WHERE rollout = '{pairs_id}' AND kind = 'pairs'"""
+    build = con.execute(build_sql).df()
+    pairs_list = ", ".join(f"({k}, '{a}', '{b}')" for k, (a, b) in enumerate(NOTABLE_PAIRS))
+    notable_sql = f"""SELECT hand, versus, round(p_win, 4) AS p_win, round(1 - p_win, 4) AS p_versus, weight
+FROM pair_equities JOIN (VALUES {pairs_list}) n(k, hand, versus) USING (hand, versus)
+WHERE rollout = '{pairs_id}' ORDER BY n.k"""
+    notable = con.execute(notable_sql).df()
     vs_random = con.execute(VS_RANDOM_SQL.format(rollout=pairs_id)).df()
     triples_sql = notable_triples_sql(con, triples_id)
     triples = con.execute(triples_sql).df()
@@ -251,10 +258,13 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 {site_table(triples) if len(triples) else "_triple table not built_"}
 
 `P(x best)` sums the finishing orders in which that hand is best. The table stores the six strict
-orders of each class multiset a ≤ b ≤ c.
+orders of each class multiset a ≤ b ≤ c; its `weight` counts the card-disjoint deals of the three
+classes to three players in every order (AA, KK, QQ: 6 × 6 × 6 combos × 6 orders = 1,296).
 
 ## Query it
 
+{query_block(build_sql)}
+{query_block(notable_sql)}
 {query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
 {query_block(VS_RANDOM_SQL.format(rollout=pairs_id))}
 {query_block(triples_sql)}
@@ -270,7 +280,7 @@ def notable_triples_sql(con: duckdb.DuckDBPyConnection, rollout_id: str) -> str:
     ids = {label: cid for cid, label in con.execute("SELECT class_id, label FROM hand_classes").fetchall()}
     rows = ", ".join(f"({k}, {', '.join(str(c) for c in sorted(ids[h] for h in hands))})"
                      for k, hands in enumerate(NOTABLE_TRIPLES))
-    return f"""SELECT ha.label || ', ' || hb.label || ', ' || hc.label AS "a, b, c", t.weight AS deals,
+    return f"""SELECT ha.label || ', ' || hb.label || ', ' || hc.label AS "a, b, c", t.weight,
        round(t.p_abc + t.p_acb, 4) AS "P(a best)", round(t.p_bac + t.p_bca, 4) AS "P(b best)",
        round(t.p_cab + t.p_cba, 4) AS "P(c best)", round(t.p_abc, 4) AS "P(a, b, c in that order)"
 FROM rollout_triples t JOIN (VALUES {rows}) n(k, a, b, c) USING (a, b, c)
@@ -392,7 +402,12 @@ BB = 2), prizes and payoffs in $, probabilities in [0, 1].
             counts[name] = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
         except duckdb.Error:
             counts[name] = None
+    games = [g for (g,) in con.execute("SELECT game FROM games ORDER BY game").fetchall()]
+    others = [g for g in games if g != game]
     parts.append("## Tables and views\n")
+    if others:  # (the counts are of the file, not of this page's game)
+        parts.append(f"The row counts are of the whole file, which holds {len(games)} games: `{game}` and "
+                     f"{', '.join(f'`{g}`' for g in others)}.\n")
     for name, t in TABLES.items():
         kind = "view" if t.kind == "view" else "table"
         n = counts[name]

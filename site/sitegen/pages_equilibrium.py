@@ -151,6 +151,8 @@ prints the same ranges as range strings.
 FROM equilibrium_jam j JOIN states s USING (game, players, state_id)
 WHERE j.game = '{game}' AND s.stacks = [{', '.join(map(str, start))}] AND j.jam_probability > 0
 ORDER BY j.node, j.class_id''')}
+
+Each chart above is this query for its state's stacks (in acting order), every class included.
 """
 
 

@@ -90,14 +90,16 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         return ("# Models vs equilibrium\n\nNo model has been compared with the equilibrium yet (assets "
                 "`model_strategies`, `fgs_strategies`, `deviation_statistics`).\n")
     averaged = _summary(con, game, "position-averaged")
-    per_layer = con.execute("""SELECT players, model, mapd_pct, mad, min_relative_pct, max_relative_pct
-                               FROM deviation_summary WHERE game = ? AND averaging = 'plain' AND players IS NOT NULL
-                               ORDER BY players, model""", [game]).df()
+    per_layer_sql = f"""SELECT players, model, mapd_pct, mad, min_relative_pct, max_relative_pct
+FROM deviation_summary WHERE game = '{game}' AND averaging = 'plain' AND players IS NOT NULL
+ORDER BY players, model"""
+    per_layer = con.execute(per_layer_sql).df()
     wide = per_layer.pivot_table(index="model", columns="players", values="mapd_pct")
     wide = wide.loc[model_order(list(wide.index))]
     wide.columns = [f"MAPD % ({c} players)" for c in wide.columns]
-    by_stack = con.execute("""SELECT players, stack, model AS series, mean_deviation, mean_abs_deviation
-                              FROM deviation_by_stack WHERE game = ? ORDER BY players, stack""", [game]).df()
+    by_stack_sql = f"""SELECT players, stack, model, mean_deviation, mean_abs_deviation
+FROM deviation_by_stack WHERE game = '{game}' ORDER BY players, model, stack"""
+    by_stack = con.execute(by_stack_sql).df().rename(columns={"model": "series"})
     models = model_order(list(by_stack["series"].unique()))
     by_stack["series"] = pd.Categorical(by_stack["series"], models)
     by_stack = by_stack.sort_values(["series", "players", "stack"])
@@ -134,7 +136,10 @@ deviation| in %, MAD = mean |model − equilibrium| in $.
 {site_table(plain, decimals=4)}
 
 **Position-averaged** (each stack's payoffs averaged over every distinct seating of the same
-multiset of stacks, which removes the effect of the blinds and position that no model sees):
+multiset of stacks, which removes the effect of the blinds and position. SPEC §7.3 averages the
+equilibrium's payoffs; the model's are averaged the same way, which changes nothing for Harville,
+Weitzman and Roberts, whose payoffs do not depend on the seat, and compares FGS-d, which sees the
+blinds, with its own average instead of counting its seat-by-seat values as errors):
 
 {site_table(averaged, decimals=4)}
 
@@ -159,7 +164,10 @@ Mean |model − equilibrium| in $ for each stack size:
 ## Query it
 
 {query_block(f"SELECT * FROM deviation_summary WHERE game = '{game}' AND players IS NULL ORDER BY averaging, mapd_pct")}
-{query_block(f"SELECT * FROM deviation_by_stack WHERE game = '{game}' AND players = {cfg['players']} ORDER BY model, stack")}
+
+The MAPD per player count, and the by-stack charts (every column of `deviation_by_stack`):
+{query_block(per_layer_sql)}
+{query_block(by_stack_sql)}
 {query_block(f'''SELECT model, stack, payoff, equilibrium, relative_deviation_pct FROM model_values
 WHERE game = '{game}' AND players = {cfg['players']} ORDER BY abs(relative_deviation_pct) DESC LIMIT 10''')}
 
