@@ -211,9 +211,10 @@ def sweep_totals(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[s
 def sweep_checks(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[str]
                  ) -> tuple[dg.AssetCheckResult, dict, str]:
     """The `every_state_within_gamma` check of the sweeps of ``models`` (the largest exploitability
-    in `model_sweeps`, $, and every (model, layer) present with all its states: a sweep missing from
-    the table fails it rather than passing on nothing), the metadata it adds to the asset, and a
-    markdown preview of those sweeps."""
+    in `model_sweeps`, $, and every (model, layer) present with all its states and a measured, finite
+    exploitability: a sweep missing from the table, or one whose exploitability is NULL or NaN, fails
+    it rather than passing on nothing), the metadata it adds to the asset, and a markdown preview of
+    those sweeps."""
     sweeps = con.execute("""SELECT model, players, states, cfr_iterations, max_exploitability,
                                    round(wall_s, 1) AS wall_s
                             FROM model_sweeps WHERE game = ? AND list_contains(?, model)
@@ -221,11 +222,15 @@ def sweep_checks(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[s
     found = {(m, int(n)): int(k) for m, n, k in zip(sweeps["model"], sweeps["players"], sweeps["states"])}
     missing = [f"{m} {n}p" for m in models for n in range(2, cfg.players + 1)
                if found.get((m, n)) != n_states(cfg.units, n)]
-    worst = float(sweeps["max_exploitability"].max()) if len(sweeps) else 0.0  # (none expected, or all missing)
+    measured = np.isfinite(sweeps["max_exploitability"].to_numpy(np.float64))
+    unmeasured = [f"{m} {n}p" for m, n, ok in zip(sweeps["model"], sweeps["players"], measured) if not ok]
+    # (0 where none is expected, or none is measured: the check fails on those lists then)
+    worst = float(sweeps["max_exploitability"][measured].max()) if measured.any() else 0.0
     check = dg.AssetCheckResult(
-        check_name="every_state_within_gamma", passed=bool(not missing and worst <= cfg.gamma),
+        check_name="every_state_within_gamma", passed=bool(not missing and not unmeasured and worst <= cfg.gamma),
         metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma,
-                  **({"sweeps_missing_or_incomplete": missing} if missing else {})})
+                  **({"sweeps_missing_or_incomplete": missing} if missing else {}),
+                  **({"sweeps_unmeasured": unmeasured} if unmeasured else {})})
     return check, {"max_exploitability_usd": worst}, db.frame_markdown(sweeps)
 
 

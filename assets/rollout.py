@@ -148,7 +148,8 @@ def _check_pairs(con, rollout_id: str) -> dg.AssetCheckResult:
                                          description="818,805 rows; weights total 1,326·1,225·1,128; 325 undealable rows; "
                                                      "every dealable row's six order probabilities sum to 1 within 1e-9")],
           description="Three-way all-in finishing-order probabilities of every class multiset {a ≤ b ≤ c} → table "
-                      "`rollout_triples`. Exact builds checkpoint finished chunks under .cache/ and resume after an interrupt.")
+                      "`rollout_triples`, and its build record in `rollout_tables`. Exact builds checkpoint finished "
+                      "chunks under .cache/ and resume after an interrupt.")
 def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, game: GameResource,
                     warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()

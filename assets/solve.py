@@ -226,6 +226,14 @@ def _layer_asset(n: int, previous):
             raise dg.Failure(description=f"{name}: {why}", allow_retries=False)
         t0 = time.perf_counter()
         with warehouse.connect() as con:
+            held = dict(con.execute("SELECT players, count(*) FROM equilibrium_values WHERE game = ? AND players < ? "
+                                    "GROUP BY players", [cfg.name, n]).fetchall())
+            for k in range(2, n):  # (from the Dagster UI a layer can be materialized before the ones below it)
+                if held.get(k, 0) != n_states(cfg.units, k) * k:
+                    raise dg.Failure(description=f"{name}: the {k}-player layer's equilibrium values are not in the "
+                                                 f"warehouse ({held.get(k, 0):,} of {n_states(cfg.units, k) * k:,} "
+                                                 f"rows); materialize solve_{k}p first (they are this layer's "
+                                                 f"successors' values)", allow_retries=False)
             lower_values = lower_layers(con, cfg, n, "equilibrium_values", "value")
         with folder_lock(checkpoint_dir(cfg), f"the {n}-player layer's solve"), warehouse.connect() as con:
             if held_in_warehouse(con, cfg, n, lower_values):

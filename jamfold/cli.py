@@ -408,6 +408,7 @@ def cmd_state(args: argparse.Namespace) -> None:
             raise UsageError(f"--stacks: the {n}-player layer of game '{cfg.name}' is not solved yet (materialize solve_{n}p)")
         icm = [v for (v,) in con.execute("SELECT payoff FROM model_payoffs WHERE game = ? AND model = 'harville' AND players = ? "
                                          "AND state_id = ? ORDER BY position", [cfg.name, n, sid]).fetchall()]
+        icm = icm or None  # not computed yet: a layer solved in the Dagster UI before equity_model_tables
         rows = con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
                            "AND state_id = ?", [cfg.name, n, sid]).fetchall()
         fin = None  # not computed yet: the layer is solved but finishing_{n}p not materialized
@@ -432,9 +433,13 @@ def cmd_state(args: argparse.Namespace) -> None:
     print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9}" + places)
     for p in range(n):
         probs = "" if fin is None else " " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n))
-        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {icm[p]:>9.4f}" + probs)
+        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {'' if icm is None else f'{icm[p]:.4f}':>9}" + probs)
+    if icm is None:
+        print("ICM payoffs: not computed yet (materialize equity_model_tables)")
     if fin is None:
         print(f"finishing probabilities: not computed yet (materialize finishing_{n}p)")
+    if not node_list:
+        print("\nno decision in this hand: the blinds put players all in, and the rest is automatic (SPEC §2)")
     for node in node_list:
         before = ", ".join(node["jammed_before"]) or "nobody"
         pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
@@ -766,11 +771,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         configured_threads()  # a bad NUMBA_NUM_THREADS fails now, not in a layer's solve
         args.func(args)
+        sys.stdout.flush()  # (here, so that a reader gone early is caught below, not at the exit's flush)
     except (UsageError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         print("jamfold: interrupted; finished work is kept", file=sys.stderr)
         raise SystemExit(130) from None
+    except BrokenPipeError:  # (output piped into `head` & co., which stopped reading): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python flushes stdout at exit)
+        raise SystemExit(1) from None
     except Exception as exc:  # friendly one-liners for environment problems
         from warehouse.db import WarehouseBusy, WarehouseUnusable
         if isinstance(exc, WarehouseUnusable):  # a bad --warehouse / JAMFOLD_WAREHOUSE: usage

@@ -323,6 +323,27 @@ def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tm
     code, out, _ = run(capsys, *args)
     assert code == 0 and "finishing probabilities: not computed yet (materialize finishing_3p)" in out
     assert "P1" not in out and "BU after nobody jammed" in out
+    with duckdb.connect(str(warehouse)) as con:  # a layer solved in the Dagster UI before the ICM tables
+        con.execute("DELETE FROM model_payoffs WHERE game = 'tiny'")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["icm"] is None
+    code, out, err = run(capsys, *args)
+    assert code == 0 and "ICM payoffs: not computed yet (materialize equity_model_tables)" in out, err
+
+
+def test_a_state_without_a_decision_says_why_and_output_cut_short_is_no_traceback(capsys, tiny_build, tmp_path):
+    """A hand the blinds' all-ins decide prints its payoffs and says why no range follows; a reader
+    that stops early (`| head -1`; here one that reads nothing, `| true`, gone before the command
+    writes) gets no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    args = ("state", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
+    code, out, _ = run(capsys, *args, "--stacks", "1", "5")
+    assert code == 0 and "no decision in this hand: the blinds put players all in" in out
+    shell = f"{sys.executable} -m jamfold.cli {' '.join(args)} --stacks 3 2 1 | true; echo status ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "status 1\n" and "Traceback" not in done.stderr, done.stderr
 
 
 def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build):

@@ -570,16 +570,21 @@ def test_each_layers_finishing_and_ex_post_run_before_the_next_layer_is_solved(t
             < order.index(f"{layer_asset}_3p") < order.index("solve_4p")
 
 
-@pytest.mark.parametrize("table, layer_asset", [("finishing", "finishing"), ("nemesis_values", "ex_post")])
-def test_a_layers_finishing_and_ex_post_need_the_layer_below(tiny_build, tmp_path, monkeypatch, table, layer_asset):
-    """finishing_3p (ex_post_3p) materialized alone while the 2-player layer's rows are missing fails
-    before any work, naming the asset to materialize first, and writes nothing."""
+@pytest.mark.parametrize("table, layer_asset", [("finishing", "finishing"), ("nemesis_values", "ex_post"),
+                                                ("equilibrium_values", "solve")])
+def test_a_layers_solve_finishing_and_ex_post_need_the_layer_below(tiny_build, tmp_path, monkeypatch, table,
+                                                                   layer_asset):
+    """solve_3p (finishing_3p, ex_post_3p) materialized alone while the 2-player layer's rows are
+    missing fails before any work, naming the asset to materialize first, and writes nothing (the
+    solve failed on a NaN state count, or would have valued a partly written layer's states at 0)."""
     import dagster as dg
 
     import assets.ex_post as ex_post
     import assets.finishing as finishing
+    import assets.solve as solve
 
-    assets = {"finishing": finishing.FINISHING_ASSETS, "ex_post": ex_post.EX_POST_ASSETS}[layer_asset]
+    assets = {"finishing": finishing.FINISHING_ASSETS, "ex_post": ex_post.EX_POST_ASSETS,
+              "solve": solve.LAYER_ASSETS}[layer_asset]
     warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     with duckdb.connect(str(warehouse)) as con:
         con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 2")
@@ -728,8 +733,9 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
 def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_path):
     """`every_state_within_gamma` of the model assets fails for a sweep missing from model_sweeps (it
-    passed on the sweeps present), and `fgs_values_sum_to_open_prizes` for a state whose FGS values
-    are missing; the sweeps' preview lists them in model order."""
+    passed on the sweeps present) or with no measured exploitability, and
+    `fgs_values_sum_to_open_prizes` for a state whose FGS values are missing; the sweeps' preview
+    lists them in model order."""
     import shutil
 
     from assets.resources import open_prize_sums
@@ -747,6 +753,11 @@ def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_
     con.execute("DELETE FROM model_sweeps WHERE game = ? AND model = 'weitzman' AND players = 3", [cfg.name])
     check, _, _ = sweep_checks(con, cfg, ["harville", "weitzman", "roberts"])
     assert not check.passed and check.metadata["sweeps_missing_or_incomplete"].value == ["weitzman 3p"]
+    for unmeasured in ("NULL", "'NaN'::DOUBLE"):  # (pandas' max skipped them: the check passed)
+        con.execute(f"UPDATE model_sweeps SET max_exploitability = {unmeasured} WHERE game = ? AND model = 'roberts' "
+                    "AND players = 2", [cfg.name])
+        check, _, _ = sweep_checks(con, cfg, ["harville", "roberts"])
+        assert not check.passed and check.metadata["sweeps_unmeasured"].value == ["roberts 2p"]
     err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
     assert err < 1e-9 and complete == cfg.fgs_depth * (n_states(6, 2) + n_states(6, 3))
     con.execute("DELETE FROM fgs_values WHERE game = ? AND depth = 2 AND players = 3 AND state_id = 1", [cfg.name])
