@@ -93,7 +93,8 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes",
                             passed=bool(err <= 1e-6 and complete == expected),
                             metadata={"max_error_usd": err, "depth_state_pairs": complete,
-                                      "expected_pairs": expected}),
+                                      "expected_pairs": expected},
+                            description=None if cfg.fgs_depth else "not applicable: the game's fgs_depth is 0"),
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},

@@ -62,10 +62,12 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
           check_specs=[
               dg.AssetCheckSpec("finishing_rows_and_columns_sum_to_1", asset="equity_model_tables", blocking=True,
                                 description="for every state and model: each position's place probabilities and each "
-                                            "place's position probabilities sum to 1 (within 1e-9)"),
+                                            "place's position probabilities sum to 1 (within 1e-9), every (model, "
+                                            "state, position, place) present"),
               dg.AssetCheckSpec("payoffs_sum_to_open_prizes", asset="equity_model_tables", blocking=True,
                                 description="every model has a payoff for every (state, position), and a state's "
-                                            "payoffs sum to the prizes of the places still open (within 1e-9 $)"),
+                                            "payoffs sum to the prizes of the places still open (within 1e-9 $); so "
+                                            "do the example tables' (every model on every example)"),
           ],
           description="Harville (ICM), Malmuth-Weitzman and Roberts finishing matrices and payoffs for every state of "
                       "the game (tables `model_finishing`, `model_payoffs`) and for the config's example stacks "
@@ -133,14 +135,29 @@ def _check_models(con, cfg: GameConfig) -> list[dg.AssetCheckResult]:
         [cfg.name, cfg.name]).fetchone()
     open_prizes = {n: float(_prizes(cfg, n).sum()) for n in range(2, cfg.players + 1)}
     pay_err, complete = open_prize_sums(con, "model_payoffs", "payoff", cfg, by=("model",))
-    # every model, state and position has its payoff: the sums above cover only the rows present
-    expected = len(equity_models.MODELS) * sum(states.n_states(cfg.units, n) for n in open_prizes)
+    # every model, state and position has its payoff and its n places: the sums above cover only the rows present
+    models = len(equity_models.MODELS)
+    expected = models * sum(states.n_states(cfg.units, n) for n in open_prizes)
+    finishing_rows, = con.execute("SELECT count(*) FROM model_finishing WHERE game = ?", [cfg.name]).fetchone()
+    expected_rows = models * sum(states.n_states(cfg.units, n) * n * n for n in open_prizes)
+    # the example tables too: a model's payoffs of an example's k stacks sum to the first k prizes
+    example_sums = con.execute("""SELECT model, example, sum(payoff) FROM (SELECT model, example, player,
+                                      any_value(payoff) AS payoff FROM model_examples WHERE game = ? GROUP BY ALL)
+                                  GROUP BY ALL""", [cfg.name]).fetchall()
+    example_err = max((abs(total - sum(cfg.payouts[:len(cfg.examples[k])])) for _, k, total in example_sums),
+                      default=0.0)
+    examples_complete = len(example_sums) == models * len(cfg.examples)
     return [
-        dg.AssetCheckResult(check_name="finishing_rows_and_columns_sum_to_1", passed=bool(max(row_err, col_err) <= 1e-9),
-                            metadata={"max_row_error": float(row_err), "max_column_error": float(col_err)}),
+        dg.AssetCheckResult(check_name="finishing_rows_and_columns_sum_to_1",
+                            passed=bool(max(row_err, col_err) <= 1e-9 and finishing_rows == expected_rows),
+                            metadata={"max_row_error": float(row_err), "max_column_error": float(col_err),
+                                      "rows": int(finishing_rows), "expected_rows": expected_rows}),
         dg.AssetCheckResult(check_name="payoffs_sum_to_open_prizes",
-                            passed=bool(pay_err <= 1e-9 and complete == expected),
+                            passed=bool(max(pay_err, example_err) <= 1e-9 and complete == expected
+                                        and examples_complete),
                             metadata={"max_error_usd": float(pay_err),
                                       "open_prizes": dg.MetadataValue.json({str(n): v for n, v in open_prizes.items()}),
-                                      "model_states_complete": int(complete), "expected": expected}),
+                                      "model_states_complete": int(complete), "expected": expected,
+                                      "examples_max_error_usd": float(example_err),
+                                      "examples_complete": examples_complete}),
     ]

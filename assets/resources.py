@@ -81,5 +81,7 @@ def skipped_layer(cfg: GameConfig, checks: Iterable[str]) -> dg.MaterializeResul
     of its checks passed and saying why."""
     return dg.MaterializeResult(
         metadata={"skipped": f"game '{cfg.name}' has {cfg.players} players"},
-        check_results=[dg.AssetCheckResult(check_name=c, passed=True, metadata={"skipped": f"game has {cfg.players} players"})
+        check_results=[dg.AssetCheckResult(check_name=c, passed=True,
+                                           metadata={"skipped": f"game has {cfg.players} players"},
+                                           description=f"not applicable: no such layer in a {cfg.players}-player game")
                        for c in checks])

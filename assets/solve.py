@@ -294,10 +294,12 @@ def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: 
                                      "players = ?", [cfg.name, n]).fetchone()
     its, worst = con.execute("SELECT sum(cfr_iterations), max(exploitability) FROM state_quality WHERE game = ? "
                              "AND players = ?", [cfg.name, n]).fetchone()
+    rows = {table: con.execute(f"SELECT count(*) FROM {table} WHERE game = ? AND players = ?",
+                               [cfg.name, n]).fetchone()[0] for table in LAYER_TABLES}
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "states": n_states(cfg.units, n), "outer_iterations": int(outer),
                   "cfr_iterations": int(its), "exact_checks": int(checks_done), "max_exploitability_usd": float(worst),
-                  "gamma": cfg.gamma, "wall_s": round(wall, 2),
+                  "gamma": cfg.gamma, "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
                   "unchanged": unchanged},
         check_results=_check_layer(con, cfg, n))
 

@@ -44,6 +44,10 @@ def test_every_asset_and_check_succeeds(tiny_build):
         "equilibrium_matches_its_values", "every_tournament_finished", "direct_match_payoffs_sum_to_prize_pool"}
     failed = [(c.asset_check_key.name, c.metadata) for c in checks if not c.passed]
     assert not failed
+    # the 3-player game's 4- and 5-player layer assets pass their checks as not applicable, and say so
+    skipped = [c for c in checks if c.asset_key.to_user_string() in {"solve_4p", "solve_5p", "finishing_5p"}]
+    assert len(skipped) == 6 and all(c.description == "not applicable: no such layer in a 3-player game"
+                                     for c in skipped)
 
 
 def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, tmp_path):
@@ -103,8 +107,8 @@ def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
 
 
 def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
-    """A state whose payoffs are all missing leaves every remaining sum right; the payoff check
-    counts the (model, state) pairs and fails."""
+    """A state whose payoffs (finishing matrix, example) are all missing leaves every remaining sum
+    right; the checks count the (model, state) pairs, the finishing rows and the examples and fail."""
     import shutil
 
     from assets.models import _check_models
@@ -121,6 +125,18 @@ def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
     assert not check.passed and check.metadata["max_error_usd"].value < 1e-9
     assert check.metadata["model_states_complete"].value == check.metadata["expected"].value - 1 \
         == 3 * (n_states(6, 2) + n_states(6, 3)) - 1
+    con.execute("DELETE FROM model_finishing WHERE game = ? AND model = 'weitzman' AND players = 2 AND state_id = 1",
+                [cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["finishing_rows_and_columns_sum_to_1"]
+    assert not check.passed and check.metadata["max_row_error"].value < 1e-9
+    assert check.metadata["rows"].value == check.metadata["expected_rows"].value - 4  # (2 positions × 2 places)
+    con.execute("UPDATE model_examples SET payoff = payoff + 1 WHERE game = ? AND model = 'harville' AND player = 0",
+                [cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["payoffs_sum_to_open_prizes"]
+    assert check.metadata["examples_max_error_usd"].value == pytest.approx(1.0)
+    con.execute("DELETE FROM model_examples WHERE game = ? AND model = 'roberts'", [cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["payoffs_sum_to_open_prizes"]
+    assert check.metadata["examples_complete"].value is False
 
 def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
     """The finishing checks fail when a state's rows are missing altogether, which leaves every
@@ -1031,7 +1047,8 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     meta = _metadata(result)
     for name in ("solve_2p", "solve_3p"):
         assert "unchanged" in meta[name]
-        for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd"):
+        for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd",
+                    *(f"rows_{t}" for t in tables)):  # (the rows it holds, as a solve reports those it wrote)
             assert meta[name][key].value == first[name][key].value
     _assert_same_tables(before, _game_tables(warehouse, tables))
 
