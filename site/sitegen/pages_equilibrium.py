@@ -185,6 +185,9 @@ FROM state_quality WHERE game = '{game}' GROUP BY players ORDER BY players"""
                                 states_checked, cfr_iterations, max_delta_v, max_exploitability, wall_s
                          FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
     ex_post = _ex_post_section(con, game, cfg)
+    log_totals_sql = f"""SELECT players, count(*) AS outer_iterations, sum(cfr_iterations)::BIGINT AS cfr_iterations,
+       round(sum(wall_s)) AS wall_s
+FROM solve_log WHERE game = '{game}' GROUP BY players ORDER BY players"""
     return f"""# Solve quality
 
 Every state's hand is solved until no player gains more than gamma = {cfg['gamma']:g} $ by a best
@@ -215,6 +218,9 @@ updates no state and screens none.
 
 {query_block(f"SELECT * FROM solve_log WHERE game = '{game}' ORDER BY players, outer_iteration")}
 {query_block(summary_sql)}
+
+The convergence log's summary lines (outer iterations, CFR+ iterations and seconds per layer):
+{query_block(log_totals_sql)}
 
 The exploitability histogram's bins (the ex post one bins `gain` of `nemesis_values` with
 `profile = 'equilibrium'` the same way):
