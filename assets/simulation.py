@@ -70,10 +70,10 @@ def simulated_models(configured: list[str], swept: set[str], sweeps_left_out: bo
 
 
 def _match_frame(matches: list[dict]) -> pd.DataFrame:
-    """The `direct_matches` rows; none (Harville not swept) as an empty frame of the table's columns."""
-    if matches:
-        return pd.DataFrame(matches)
-    return pd.DataFrame(columns=[c for c in TABLES["direct_matches"].column_names if c != "game"])
+    """The `direct_matches` rows (a seating kept from a run before 2026-11-30 has no payoffs and
+    finishing lists: NULL); none (Harville not swept) as an empty frame of the table's columns."""
+    columns = [c for c in TABLES["direct_matches"].column_names if c != "game"]
+    return pd.DataFrame([{**dict.fromkeys(columns), **m} for m in matches], columns=columns)
 
 
 PROGRESS_EVERY_S = 60.0
@@ -229,11 +229,14 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                                         seed + 77_000 + 1000 * k, tensors, on_seating=seating_done):
                 a, n = len(seating.a_seats), cfg.players
                 unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
+                (payoff_a, payoff_b), (finishing_a, finishing_b) = seating.payoffs, seating.finishing
                 unit["matches"].append({"model_a": model, "model_b": "harville",
                                         "a_positions": [names[i] for i in seating.a_seats], "a_players": a,
                                         "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
                                         "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
-                                        "tournaments": M, "seed": seating.result.seed})
+                                        "tournaments": M, "seed": seating.result.seed,
+                                        "payoff_a": payoff_a, "payoff_b": payoff_b,
+                                        "finishing_a": finishing_a.tolist(), "finishing_b": finishing_b.tolist()})
             matched.save(match_unit(model), unit)
         matches += unit["matches"]
         sum_err = max(sum_err, unit["sum_err"])

@@ -611,6 +611,23 @@ class MatchSeating:
     roi_b_se: float
     result: SimulationResult
 
+    @property
+    def b_seats(self) -> tuple[int, ...]:
+        return tuple(i for i in range(len(self.result.mean)) if i not in self.a_seats)
+
+    @property
+    def payoffs(self) -> tuple[float, float]:
+        """Mean prize ($) of an A player and of a B player (|A|·a + |B|·b = the prize pool when every
+        tournament finishes)."""
+        return self.result.group_mean(self.a_seats)[0], self.result.group_mean(self.b_seats)[0]
+
+    @property
+    def finishing(self) -> tuple[np.ndarray, np.ndarray]:
+        """An A player's and a B player's frequency of finishing in place q + 1 (each sums to 1 when
+        every tournament finishes): the mean of the side's positions' rows of ``result.finishing``."""
+        return (self.result.finishing[list(self.a_seats)].mean(axis=0),
+                self.result.finishing[list(self.b_seats)].mean(axis=0))
+
 
 def direct_match(game: PackedGame, profile_a: Profile, profile_b: Profile, start: Sequence[int],
                  tournaments: int, seed: int, tensors: Tensors,

@@ -372,6 +372,10 @@ def test_simulation_tables(tiny_build):
     assert (matches["tournaments"] == 5000).all()  # the config's direct_match_tournaments, not the hero seats' 20,000
     weighted = matches["a_players"] * matches["roi_a_pct"] + (3 - matches["a_players"]) * matches["roi_b_pct"]
     assert np.abs(weighted).max() < 1e-9
+    pool = matches["a_players"] * matches["payoff_a"] + (3 - matches["a_players"]) * matches["payoff_b"]
+    assert np.abs(pool - 100).max() < 1e-9  # the tiny game's 70 + 30 $
+    for fin_a, fin_b in zip(matches["finishing_a"], matches["finishing_b"]):
+        assert sum(fin_a) == pytest.approx(1.0) and sum(fin_b) == pytest.approx(1.0)
 
 
 def _metadata(result) -> dict:
@@ -1228,3 +1232,23 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
                                          [game]).df() for game in ("tiny", "tiny-seeded"))
             assert len(built) > 0
             pd.testing.assert_frame_equal(built, seeded)
+
+
+def test_direct_match_seatings_kept_from_before_their_payoffs_are_written_with_nulls(tiny_build, tmp_path):
+    """A match unit kept by a run before 2026-11-30 has no payoffs or finishing lists: its rows go in
+    with NULL there (a new run's rows with them), not a failed write."""
+    import shutil
+
+    from assets.simulation import _match_frame
+    from warehouse import db
+
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    with db.session(copy) as con:
+        new = con.execute("SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL LIMIT 2").df()
+        rows = [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in r.items()} for r in new.to_dict("records")]
+        old = {k: v for k, v in rows[0].items() if k not in ("payoff_a", "payoff_b", "finishing_a", "finishing_b")}
+        db.replace_rows(con, "direct_matches", _match_frame([old, rows[1]]), {"game": "tiny"})
+        back = con.execute("SELECT payoff_a, finishing_b FROM direct_matches WHERE game = 'tiny' "
+                           "ORDER BY payoff_a NULLS FIRST").fetchall()
+    assert back[0] == (None, None) and back[1][0] == pytest.approx(rows[1]["payoff_a"]) and len(back[1][1]) == 3

@@ -472,6 +472,16 @@ def test_direct_match_sides_share_the_prize_pool(game, solved, eq, sampler):
         assert abs(na * s.roi_a + (3 - na) * s.roi_b) < 1e-9
         assert abs(s.result.mean.sum() - sum(PAYOUTS)) < 1e-9
         assert s.roi_a_se > 0 and s.roi_b_se > 0
+        # each side's mean prize and finishing distribution, from its positions' own rows
+        payoff_a, payoff_b = s.payoffs
+        fair = sum(PAYOUTS) / 3
+        assert payoff_a == pytest.approx(fair * (1 + s.roi_a / 100))
+        assert payoff_b == pytest.approx(fair * (1 + s.roi_b / 100))
+        assert na * payoff_a + (3 - na) * payoff_b == pytest.approx(sum(PAYOUTS))
+        finishing_a, finishing_b = s.finishing
+        assert finishing_a.sum() == pytest.approx(1) and finishing_b.sum() == pytest.approx(1)
+        assert na * finishing_a + (3 - na) * finishing_b == pytest.approx(np.ones(3))  # every place taken once
+        # (prizes follow the places only in expectation: tied busts split the prize but draw a place)
     assert max(abs(s.roi_a) / s.roi_a_se for s in seatings) > 5  # always-jam is not the equilibrium
     assert match_summary(seatings)["roi_a"] > 3 * match_summary(seatings)["roi_a_se"]  # equilibrium wins
 
