@@ -279,7 +279,9 @@ _add(Table(
      _c("roi_b_pct", "DOUBLE", "mean ROI of a B player, %"), _c("roi_b_se_pct", "DOUBLE", "its standard error, %"),
      _c("tournaments", "BIGINT", "tournaments played for this seating"),
      _c("seed", "BIGINT", "random seed of this seating"),
-     _c("payoff_a", "DOUBLE", "mean prize of an A player, $ (NULL for seatings played before 2026-11-30)"),
+     _c("payoff_a", "DOUBLE", "mean prize of an A player, $ (this and the next three are NULL for seatings a "
+        "build kept from before 2026-11-30: delete `.cache/simulations/<game key>/match-<model_a>.json` to play "
+        "them again)"),
      _c("payoff_b", "DOUBLE", "mean prize of a B player, $"),
      _c("finishing_a", "DOUBLE[]", "an A player's frequency of finishing 1st, 2nd, … (list position = place)"),
      _c("finishing_b", "DOUBLE[]", "a B player's frequency of finishing 1st, 2nd, …")),
