@@ -118,15 +118,10 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
         with warehouse.connect() as con:
             done = UnitCheckpoint(game_cache_dir("finishing", cfg),
                                   {"equilibrium": equilibrium_fingerprint(con, cfg.name, max_players=n)})
-            rows_by_layer = dict(con.execute("SELECT players, count(*) FROM finishing WHERE game = ? AND players <= ? "
-                                             "GROUP BY players", [cfg.name, n]).fetchall())
-            kept = rows_by_layer.get(n, 0)
-            missing = [k for k in range(2, n) if k not in rows_by_layer]
-            if missing:
-                raise dg.Failure(f"{name}: the {missing[0]}-player layer's finishing probabilities are not in the "
-                                 f"warehouse; materialize finishing_{missing[0]}p first (they are this layer's "
-                                 f"successors' probabilities)")
-            lower = lower_layers(con, cfg, n, "finishing", "probability", places=cfg.players)
+            kept, = con.execute("SELECT count(*) FROM finishing WHERE game = ? AND players = ?",
+                                [cfg.name, n]).fetchone()
+            lower = lower_layers(con, cfg, n, "finishing", "probability", "finishing", "finishing probabilities",
+                                 places=cfg.players)
         unit = done.load(finishing_unit(n))
         found = None
         if unit is not None:  # finished by an earlier run for this equilibrium (maybe for a game of another name)

@@ -96,8 +96,9 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                   "value_error": max(float(np.abs(V[n].sum(axis=1) - sum(cfg.payouts[:n])).max()) for n in V)}
         checked.append((float(frame["gain"].min()), record["worst_residual"], record["value_error"]))
         with warehouse.connect() as con:
-            rows += db.replace_rows(con, "nemesis_values", frame, {"game": cfg.name, "profile": model})
-            record["rows_digest"] = warehouse_rows_digest(con, "nemesis_values", {"game": cfg.name, "profile": model})
+            key = {"game": cfg.name, "profile": model}
+            rows += db.replace_rows(con, "nemesis_values", frame, key)
+            record["rows_digest"] = warehouse_rows_digest(con, "nemesis_values", key)
         done.save(model, record, rows=frame)
         context.log.info(f"{model}: mean nemesis gain {frame['gain'].mean():.4f} $, max {frame['gain'].max():.4f} $")
     lows, residuals, value_errors = zip(*checked)

@@ -24,6 +24,7 @@ import numpy as np
 from assets.paths import cache_root
 from engine.atomic_files import atomic_path, drop_dead_temporaries, write_text_atomic
 from engine.config import GameConfig, make_config
+from warehouse.schema import TABLES
 
 if TYPE_CHECKING:  # (`jamfold progress` reads records without DuckDB)
     import duckdb
@@ -125,8 +126,7 @@ def warehouse_rows_digest(con: duckdb.DuckDBPyConnection, table: str, key: dict[
     row's other columns (in any order). A unit's record keeps the digest of the rows it wrote
     (``rows_digest``), so that as many rows written by another run (a game sharing the checkpoints
     whose equilibrium was solved again since) are not taken for them (:func:`rows_of_kept_unit`)."""
-    columns = [c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
-                                         "ORDER BY column_index", [table]).fetchall() if c not in key]
+    columns = [c for c in TABLES[table].column_names if c not in key]
     where = " AND ".join(f"{column} = ?" for column in key)
     count, total = con.execute(f"SELECT count(*), sum(hash({', '.join(columns)})::HUGEINT) FROM {table} "
                                f"WHERE {where}", list(key.values())).fetchone()

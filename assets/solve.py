@@ -101,8 +101,21 @@ def read_layer_table(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, ta
 
 
 def lower_layers(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, table: str, column: str,
-                 places: int | None = None) -> dict[int, np.ndarray]:
-    """The layers below n of a per-layer table ({players: array}, as :func:`read_layer_table` reads them)."""
+                 asset: str, what: str, places: int | None = None) -> dict[int, np.ndarray]:
+    """The layers below n of a per-layer table ({players: array}, as :func:`read_layer_table` reads them).
+
+    Each must be whole in the warehouse (k values a state, or k × k probabilities with ``places``),
+    or this fails naming ``{asset}_{k}p`` to materialize first: from the Dagster UI a layer's asset
+    can run before those below it, and a missing layer read as zeros would value its successors at 0
+    (``what``: what the rows are, for the message)."""
+    held = dict(con.execute(f"SELECT players, count(*) FROM {table} WHERE game = ? AND players < ? GROUP BY players",
+                            [cfg.name, n]).fetchall())
+    for k in range(2, n):
+        expected = n_states(cfg.units, k) * k * (1 if places is None else k)
+        if held.get(k, 0) != expected:
+            raise dg.Failure(description=f"{asset}_{n}p: the {k}-player layer's {what} are not in the warehouse "
+                                         f"({held.get(k, 0):,} of {expected:,} rows); materialize {asset}_{k}p first "
+                                         f"(they are this layer's successors' {what})", allow_retries=False)
     return {k: read_layer_table(con, cfg, k, table, column, places=places) for k in range(2, n)}
 
 
@@ -226,15 +239,7 @@ def _layer_asset(n: int, previous):
             raise dg.Failure(description=f"{name}: {why}", allow_retries=False)
         t0 = time.perf_counter()
         with warehouse.connect() as con:
-            held = dict(con.execute("SELECT players, count(*) FROM equilibrium_values WHERE game = ? AND players < ? "
-                                    "GROUP BY players", [cfg.name, n]).fetchall())
-            for k in range(2, n):  # (from the Dagster UI a layer can be materialized before the ones below it)
-                if held.get(k, 0) != n_states(cfg.units, k) * k:
-                    raise dg.Failure(description=f"{name}: the {k}-player layer's equilibrium values are not in the "
-                                                 f"warehouse ({held.get(k, 0):,} of {n_states(cfg.units, k) * k:,} "
-                                                 f"rows); materialize solve_{k}p first (they are this layer's "
-                                                 f"successors' values)", allow_retries=False)
-            lower_values = lower_layers(con, cfg, n, "equilibrium_values", "value")
+            lower_values = lower_layers(con, cfg, n, "equilibrium_values", "value", "solve", "equilibrium values")
         with folder_lock(checkpoint_dir(cfg), f"the {n}-player layer's solve"), warehouse.connect() as con:
             if held_in_warehouse(con, cfg, n, lower_values):
                 context.log.info(f"{n}-player layer: solved, and in the warehouse as its finished checkpoint holds "
