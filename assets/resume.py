@@ -45,6 +45,12 @@ def _solve_digest(cfg: GameConfig, legacy: bool = False) -> str:
     return hashlib.sha1(cfg.solve_key(legacy).encode()).hexdigest()[:10]
 
 
+def _old_digests(cfg: GameConfig) -> list[str]:
+    """The digests old folders of ``cfg``'s equilibrium may end with: today's, and that of the key
+    before 2026-11-30 (the payouts as given), where it differs."""
+    return sorted({_solve_digest(cfg), _solve_digest(cfg, legacy=True)})
+
+
 def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> Path:
     """The game's folder of ``kind`` checkpoints under ``root`` (the cache root), not made here.
 
@@ -59,9 +65,8 @@ def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> P
     folder = root / kind / game_key(cfg)
     if folder.exists():
         return folder
-    digest = _solve_digest(cfg)
-    digests = {digest, _solve_digest(cfg, legacy=True)}
-    old = [p for d in sorted(digests) for p in (root / kind).glob(f"*-{d}") if p.is_dir() and p != folder]
+    digests = _old_digests(cfg)
+    old = [p for d in digests for p in (root / kind).glob(f"*-{d}") if p.is_dir() and p != folder]
     if not old:
         return folder
     own = [p for p in old if p.name in {f"{cfg.name}-{d}" for d in digests}]
@@ -81,7 +86,7 @@ def unused_old_folders(root: Path, cfg: GameConfig) -> list[Path]:
     use: another game's of the same equilibrium, once the game's own (or the latest) was renamed
     by :func:`game_folder`. Checkpoints of the same equilibrium, so safe to delete (the `thesis`
     solve's holds 15 GB); `jamfold progress` lists them."""
-    digests = sorted({_solve_digest(cfg), _solve_digest(cfg, legacy=True)})
+    digests = _old_digests(cfg)
     unused = []
     for kind in CHECKPOINT_KINDS:
         used = game_folder(root, kind, cfg, adopt=False)
