@@ -45,10 +45,6 @@ class SolverPool:
             ws = self.local.ws = Workspace.for_hand(self.template)
         return ws
 
-    def map(self, fn: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
-        """fn over items on the threads, the results in the items' order."""
-        return list(self.executor.map(fn, items))
-
     def imap_done(self, fn: Callable[[Item], Result], items: Iterable[Item],
                   chunk: int = 8) -> Iterator[tuple[Item, Result]]:
         """fn over items on the threads: ``(item, result)`` pairs, yielded as the threads finish them.
