@@ -18,7 +18,7 @@ import pandas as pd
 from assets.paths import EQUILIBRIUM, ex_post_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
 from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit, warehouse_rows_digest
-from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table
+from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table, require_strategies
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
 from engine.solve_progress import nemesis_log_line
@@ -139,6 +139,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             kept = con.execute("SELECT count(*) FROM nemesis_values WHERE game = ? AND profile = ? AND players = ?",
                                [cfg.name, PROFILE, n]).fetchone()[0]
             lower = lower_nemesis_values(con, cfg, n)
+            require_strategies(con, cfg, name, layers=[n])
         record = done.load(unit)
         key = {"game": cfg.name, "profile": PROFILE, "players": n}
         if record is not None:  # checked by an earlier run for this equilibrium (maybe for a game of another name)

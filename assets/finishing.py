@@ -26,7 +26,8 @@ from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
 from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
-from assets.solve import equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain
+from assets.solve import (equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain,
+                          require_strategies)
 from engine.config import GameConfig
 from engine.policy_evaluation import finishing_probabilities as layer_finishing
 from engine.profile_outcomes import outcome_probabilities
@@ -122,6 +123,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                 [cfg.name, n]).fetchone()
             lower = lower_layers(con, cfg, n, "finishing", "probability", "finishing", "finishing probabilities",
                                  places=cfg.players)
+            require_strategies(con, cfg, f"finishing_{n}p", layers=[n])
         unit = done.load(finishing_unit(n))
         found = None
         if unit is not None:  # finished by an earlier run for this equilibrium (maybe for a game of another name)

@@ -20,7 +20,7 @@ from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies, strategies_fingerprint
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
-from assets.solve import equilibrium_tensors
+from assets.solve import equilibrium_tensors, require_strategies
 from engine.best_response import ex_post
 from engine.equity_models import model_names
 from engine.model_strategies import profile_values
@@ -56,6 +56,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     # a model already checked (by an interrupted run or an earlier build) against the same model strategies is kept
     with warehouse.connect() as con:
         fingerprint = strategies_fingerprint(con, cfg)
+        require_strategies(con, cfg, "ex_post_models", profiles=model_names(cfg.fgs_depth))
     done = UnitCheckpoint(game_cache_dir("ex_post", cfg), {"model_strategies": fingerprint})
     for model in model_names(cfg.fgs_depth):
         record = done.load(model)

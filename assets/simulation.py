@@ -28,7 +28,7 @@ from assets.model_analysis import model_strategies as model_strategies_asset
 from assets.paths import hero_unit, match_parameters, match_unit, simulation_parameters
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir
-from assets.solve import LAYER_ASSETS, equilibrium_tensors
+from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
 from engine.config import position_names
 from engine.equity_models import model_names
 from engine.memory import release_free_memory
@@ -125,6 +125,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     configured = model_names(cfg.fgs_depth)
     with warehouse.connect() as con:
         models = simulated_models(configured, swept_models(con, cfg.name, cfg.players), config.sweeps_left_out)
+        require_strategies(con, cfg, "simulations", profiles=[None, *models])
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.stacks = ?""", [cfg.name, list(cfg.start)]).fetchone()[0])

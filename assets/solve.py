@@ -10,7 +10,7 @@ player count report that they do not apply.
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,6 +117,34 @@ def lower_layers(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, table:
                                          f"({held.get(k, 0):,} of {expected:,} rows); materialize {asset}_{k}p first "
                                          f"(they are this layer's successors' {what})", allow_retries=False)
     return {k: read_layer_table(con, cfg, k, table, column, places=places) for k in range(2, n)}
+
+
+def require_strategies(con: duckdb.DuckDBPyConnection, cfg: GameConfig, asset: str,
+                       profiles: Iterable[str | None] = (None,), layers: Iterable[int] | None = None) -> None:
+    """Fail, naming the asset to materialize first, unless every state of ``layers`` (default: all
+    of the game's) has its strategies for each of ``profiles``: None for the equilibrium (a layer's
+    `equilibrium_nodes` are written by ``solve_<n>p`` with its `state_quality`, one row a state), a
+    model's name for its sweep (`model_nodes`, written with the sweep's `model_sweeps` row of the
+    layer, which counts its states; a state whose hand has no decision has no node rows).
+
+    From the Dagster UI a follow-up (finishing probabilities, an ex post check, the simulations) can
+    run before the solve or the sweep it reads. Read anyway, a missing layer would reach the compiled
+    kernels as empty (0 × 169) strategies, which they index unchecked: garbage or a crash, not an
+    error. So this runs before any heavy work (hand trees, tables)."""
+    layers = list(range(2, cfg.players + 1)) if layers is None else list(layers)
+    held = {(None, n): k for n, k in con.execute(
+        "SELECT players, count(*) FROM state_quality WHERE game = ? GROUP BY players", [cfg.name]).fetchall()}
+    held.update({(m, n): k for m, n, k in con.execute(
+        "SELECT model, players, states FROM model_sweeps WHERE game = ?", [cfg.name]).fetchall()})
+    for profile in profiles:
+        for n in layers:
+            m, have = n_states(cfg.units, n), held.get((profile, n), 0)
+            if have != m:
+                whose, source = ("the equilibrium's", f"solve_{n}p") if profile is None else \
+                    (f"model {profile}'s", "fgs_strategies" if profile.startswith("FGS-") else "model_strategies")
+                raise dg.Failure(description=f"{asset}: {whose} strategies of the {n}-player layer are not in the "
+                                             f"warehouse ({have:,} of {m:,} states); materialize {source} first",
+                                 allow_retries=False)
 
 
 NODE_ROW_STATES = 2_000

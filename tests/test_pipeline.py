@@ -617,6 +617,40 @@ def test_a_layers_solve_finishing_and_ex_post_need_the_layer_below(tiny_build, t
         pd.testing.assert_frame_equal(before, con.execute(f"SELECT * FROM {table} WHERE game = 'tiny' ORDER BY ALL").df())
 
 
+@pytest.mark.parametrize("asset, deleted, remedy", [
+    ("finishing_3p", "equilibrium", "the equilibrium's strategies of the 3-player layer are not in the warehouse "
+                                    "(0 of 10 states); materialize solve_3p first"),
+    ("ex_post_3p", "equilibrium", "materialize solve_3p first"),
+    ("ex_post_models", "weitzman", "model weitzman's strategies of the 3-player layer are not in the warehouse "
+                                   "(0 of 10 states); materialize model_strategies first"),
+    ("simulations", "weitzman", "materialize model_strategies first"),
+    ("simulations", "FGS-1", "model FGS-1's strategies of the 3-player layer"),
+])
+def test_follow_ups_need_their_own_layers_strategies(tiny_build, tmp_path, monkeypatch, asset, deleted, remedy):
+    """A layer's finishing probabilities or ex post check, the models' ex post check or the simulations
+    materialized while the strategies they read are missing (the layer not solved, a model not swept)
+    fail before any work, naming the asset to materialize: read anyway, the missing layer reached the
+    compiled kernels as empty arrays, which they index unchecked."""
+    import dagster as dg
+
+    from assets.definitions import ALL_ASSETS
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    with duckdb.connect(str(warehouse)) as con:
+        if deleted == "equilibrium":
+            for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "solve_log"):
+                con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 3")
+        else:
+            for table in ("model_nodes", "model_sweeps"):
+                con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 3 AND model = ?", [deleted])
+    selected = next(a for a in ALL_ASSETS if a.key.to_user_string() == asset)
+    result = dg.materialize([selected], resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert f"{asset}: " in failure.step_failure_data.user_failure_data.description
+    assert remedy in failure.step_failure_data.user_failure_data.description
+
+
 def test_finishing_probabilities_interrupted_within_a_layer_keep_its_finished_states(tiny_build, tmp_path,
                                                                                       monkeypatch):
     """Killed two states into the 3-player layer's hand outcomes, the rerun finds those states in
