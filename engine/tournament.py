@@ -28,6 +28,7 @@ work (unless it finished above gamma: then the next run reopens it for more retr
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -239,7 +240,7 @@ HELD_SLACK = 2.0
 fallback of :meth:`HandSolver.solve`) above the target is *held*: at that target it is checked
 like any other but solved again only once it is more than this many times as exploitable as it
 was left. Solving it again would spend the whole cap for nothing and count as an update, so a
-layer with such a hand could never end (it ran to ``max_outer``); held, the state is reported
+layer with such a hand could never end (it would run until stopped); held, the state is reported
 (an ``uncertified`` progress event, its exploitability in the solution) and the layer ends. A
 tighter target tries it afresh."""
 
@@ -323,7 +324,7 @@ def _screens(gamma: float, log: list[dict], loose: bool, target: float) -> bool:
 
 def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
                 lower_values: dict[int, np.ndarray], threads: int | None = None, batch: int = 8,
-                max_outer: int = 200, max_iterations: int = 20_000, checkpoint: Path | None = None,
+                max_outer: int | None = None, max_iterations: int = 20_000, checkpoint: Path | None = None,
                 progress: ProgressFn | None = None, loose: bool = True,
                 checkpoint_every: float = CHECKPOINT_EVERY, held_retries: int = HELD_RETRIES) -> LayerSolution:
     """Solve the n-player layer to per-state exploitability ≤ gamma ($) given solved smaller layers.
@@ -335,6 +336,12 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     again ``held_retries`` times with a growing cap (see :data:`HELD_RETRIES`). The folder is
     locked while the solve runs: a second process solving into it (a `dagster dev` run beside a
     `./lab build` of the same game) is refused rather than mixing its blocks in.
+
+    The layer ends when an outer iteration at gamma updates no state (SPEC §6), however many
+    outer iterations that takes, unless ``max_outer`` caps their total (tests and benchmarks: a
+    later call with a larger cap goes on from the checkpoint). A layer stopped by the cap before it
+    settled has every state's exploitability measured under its final values, so what it reports
+    is what its profile is, not the bounds of an outer iteration whose values have since moved.
     """
     args = (units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations, checkpoint,
             progress, loose, checkpoint_every, held_retries)
@@ -405,7 +412,8 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:
-        for outer in ([] if finished or converged else range(start_outer, max_outer)):
+        outers = itertools.count(start_outer) if max_outer is None else range(start_outer, max_outer)
+        for outer in ([] if finished or converged else outers):
             t0 = time.perf_counter()
             values = {**lower_values, n: V}
             ledger.skipped[:] = False
@@ -565,7 +573,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                 break
         if not finished:
             _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
-                          checkpoint if converged else None, checkpoint_every, progress)
+                          checkpoint if converged else None, checkpoint_every, progress, every_state=not converged)
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
@@ -584,16 +592,19 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
 
 def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHand], solvers: list[HandSolver],
                   ledger: Ledger, pool: SolverPool, order: np.ndarray, tree_kinds: tuple[np.ndarray, np.ndarray],
-                  outer: int, checkpoint: Path | None, checkpoint_every: float, progress: ProgressFn | None) -> None:
+                  outer: int, checkpoint: Path | None, checkpoint_every: float, progress: ProgressFn | None,
+                  every_state: bool = False) -> None:
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
     layer's last outer iteration (they carry only a bound). Projected at about half an hour on the
     45-unit 5-player layer (the 4-player layer's took 1.8 min; ten times the states, larger
     trees), so with a ``checkpoint`` the states measured are saved every ``checkpoint_every``
     seconds (``outer``: the outer iterations the layer settled after) and an interrupted
     measurement resumes with them; progress events ``measuring`` (once) and
-    ``measuring_states``."""
+    ``measuring_states``. ``every_state``: every state's (a layer stopped by ``max_outer`` before it
+    settled: the states its last outer iteration solved were measured under the values before its
+    policy evaluation)."""
     t0 = time.perf_counter()
-    last = np.flatnonzero(ledger.skipped | ledger.screened)
+    last = np.arange(len(hands)) if every_state else np.flatnonzero(ledger.skipped | ledger.screened)
     done, elapsed = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else ([], 0.0)
     t0 -= elapsed  # the measurement's seconds over all its runs
     wanted = np.zeros(len(hands), dtype=bool)

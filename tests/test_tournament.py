@@ -851,7 +851,9 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
     until it is HELD_SLACK times as exploitable as it was left, so the layer ends (an outer
     iteration at gamma updates no state) instead of spending the cap on it in every outer
     iteration up to max_outer; its exploitability is still measured and reported. Without holding
-    (HELD_SLACK 0) the same layer never ends: the test fails there."""
+    (HELD_SLACK 0) the same layer never ends: stopped by max_outer, it too reports every state's
+    exploitability measured under its final values (it used to keep those its last outer iteration
+    had solved under the values before that iteration's policy evaluation)."""
     from engine import tournament
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
@@ -867,10 +869,10 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
         reported = {tuple(e["stacks"]) for e in events if e["event"] == "uncertified"}
         above = {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > GAMMA / 100}
         assert above and above <= reported
-        values = {2: solved[2].values, 3: layer.values}
-        for s, hand in enumerate(layer.hands):  # measured under the final values, held or not
-            e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
-            assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
+    values = {2: solved[2].values, 3: layer.values}
+    for s, hand in enumerate(layer.hands):  # measured under the final values, held or not, settled or not
+        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
 
 
 def _over(layer, target: float) -> set[tuple[int, ...]]:
