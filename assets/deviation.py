@@ -24,14 +24,15 @@ from assets.model_analysis import model_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from engine.equity_models import MODELS, model_names
+from engine.states import n_states
 from warehouse import db
 
 DEVIATION_CHECKS = {
     "every_model_compared_everywhere": "every configured model has a payoff and an equilibrium value on every "
-                                       "(state, position), and no other model appears (a build without the sweeps: "
+                                       "(state, position) of every layer of the game, and no other model appears (a build without the sweeps: "
                                        "the ICM family and the FGS depths already stored)",
-    "finishing_by_stack_sums_to_1": "the average finishing probabilities of every (player count, stack) sum to 1 "
-                                    "over the places (within 1e-9)",
+    "finishing_by_stack_sums_to_1": "every (player count, stack) of the game is there, and its average finishing "
+                                    "probabilities sum to 1 over the places (within 1e-9)",
 }
 
 
@@ -100,13 +101,17 @@ def deviation_statistics(context: dg.AssetExecutionContext, config: DeviationCon
         compared = dict(con.execute("""SELECT model, count(*) FILTER (WHERE payoff IS NOT NULL
                                                                 AND equilibrium IS NOT NULL)
                                        FROM model_values WHERE game = ? GROUP BY model""", [cfg.name]).fetchall())
-        fin_err, by_stack_rows = con.execute(
+        fin_err, by_stack_rows, stacks_seen = con.execute(
             # a stack without finishing probabilities (NULL from the view's LEFT JOIN) counts as a sum of 0
-            "SELECT coalesce(max(abs(coalesce(list_sum(finishing), 0) - 1)), 0), count(*) FROM deviation_by_stack "
-            "WHERE game = ?",
+            "SELECT coalesce(max(abs(coalesce(list_sum(finishing), 0) - 1)), 0), count(*), "
+            "count(DISTINCT (players, stack)) FROM deviation_by_stack WHERE game = ?",
             [cfg.name]).fetchone()
         headline, by_players = _headline(con, cfg.name), _mapd_by_players(con, cfg.name)
         largest = _largest_deviations(con, cfg.name)
+    # what a whole game holds (so that an empty or partly built warehouse cannot pass): every
+    # (state, position) pair of the 2..players layers, and every stack 1 … units − (n − 1) of each
+    expected_pairs = sum(n * n_states(cfg.units, n) for n in range(2, cfg.players + 1))
+    expected_stacks = sum(cfg.units - n + 1 for n in range(2, cfg.players + 1))
     configured = model_names(cfg.fgs_depth)
     models = expected_models(configured, set(compared), config.sweeps_left_out)
     pending = [m for m in configured if m not in models]
@@ -118,12 +123,15 @@ def deviation_statistics(context: dg.AssetExecutionContext, config: DeviationCon
         context.log.info(f"{row.model}: MAPD {row.mapd_pct:.4f} %, MAD {row.mad_usd:.5f} $ "
                          f"(position-averaged {row.mapd_pa_pct:.4f} %, {row.mad_pa_usd:.5f} $)")
     checks = [
-        dg.AssetCheckResult(check_name="every_model_compared_everywhere", passed=not short and not extra,
-                            metadata={"pairs_per_model": int(pairs),
+        dg.AssetCheckResult(check_name="every_model_compared_everywhere",
+                            passed=pairs == expected_pairs and not short and not extra,
+                            metadata={"pairs_per_model": int(pairs), "pairs_expected": expected_pairs,
                                       "models_short": {m: f"{k} of {pairs}" for m, k in short.items()},
                                       "models_not_configured": extra}),
-        dg.AssetCheckResult(check_name="finishing_by_stack_sums_to_1", passed=bool(fin_err <= 1e-9),
-                            metadata={"max_error": float(fin_err), "rows": int(by_stack_rows)}),
+        dg.AssetCheckResult(check_name="finishing_by_stack_sums_to_1",
+                            passed=bool(fin_err <= 1e-9) and stacks_seen == expected_stacks,
+                            metadata={"max_error": float(fin_err), "rows": int(by_stack_rows),
+                                      "stacks": int(stacks_seen), "stacks_expected": expected_stacks}),
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": models, "models_pending": pending, "pairs_per_model": int(pairs),

@@ -506,6 +506,16 @@ def test_deviation_statistics_report_and_check_the_views(tiny_build, tmp_path, m
     checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
     assert not checks["finishing_by_stack_sums_to_1"].passed
     assert checks["finishing_by_stack_sums_to_1"].metadata["max_error"].value == 1.0
+    with duckdb.connect(str(warehouse)) as con:  # nothing to compare: both checks fail (they passed on 0 of 0)
+        for table in ("states", "finishing", "model_payoffs", "fgs_values", "equilibrium_values"):
+            con.execute(f"DELETE FROM {table} WHERE game = 'tiny'")
+    result = dg.materialize([deviation_statistics], resources=resources, raise_on_error=False)
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    assert not checks["every_model_compared_everywhere"].passed
+    assert checks["every_model_compared_everywhere"].metadata["pairs_expected"].value == pairs
+    assert not checks["finishing_by_stack_sums_to_1"].passed
+    assert checks["finishing_by_stack_sums_to_1"].metadata["stacks"].value == 0
+    assert checks["finishing_by_stack_sums_to_1"].metadata["stacks_expected"].value == 5 + 4  # 2 and 3 players, 6 units
 
 
 def test_deviation_statistics_without_the_sweeps_expect_the_icm_family_and_the_stored_fgs_depths(
