@@ -397,6 +397,26 @@ def test_missing_values_are_blank_cells_not_html_tags():
     assert "<NA>" not in table and table.splitlines()[2] == "| exact |  |"
 
 
+
+def test_table_cells_show_pipes_and_angle_brackets_as_written():
+    """Markdown renders a table cell's text whole: a '|' outside a code span used to end the cell (the
+    Warehouse page's "mean |model − equilibrium|, $" showed "mean") and '<boards>' was taken for an
+    HTML tag ("'sampled--seed'"). Checked through Python-Markdown, which renders the site's pages."""
+    import html
+
+    import markdown
+    import pandas as pd
+
+    from warehouse.db import frame_markdown
+    from warehouse.schema import TABLES
+
+    texts = ["mean |model − equilibrium|, $", "'exact' or 'sampled-<boards>-seed<seed>'", "a & b, `x | y <z>`",
+             "an odd ` backtick <b>|c", *(c.description for t in TABLES.values() for c in t.columns)]
+    page = markdown.markdown(frame_markdown(pd.DataFrame({"meaning": texts})), extensions=["tables"])
+    cells = re.findall(r"<td>(.*?)</td>", page, flags=re.S)
+    shown = [html.unescape(re.sub(r"</?code>", "`", c)) for c in cells]
+    assert shown == texts
+
 def test_the_warehouse_page_says_its_row_counts_are_of_every_game_in_the_file(tiny_build, tmp_path):
     import duckdb
 
@@ -715,3 +735,25 @@ def test_the_vega_bundle_is_made_once_a_process(tmp_path, monkeypatch):
     write_assets(tmp_path / "b")
     made = [(tmp_path / f / "assets" / "vega-bundle.js").read_text() for f in ("a", "b")]
     assert made[0] == made[1] and len(made[0]) > 100_000
+
+
+def test_the_model_ranges_grids_show_every_model_next_to_the_equilibrium(tiny_build):
+    """SPEC §7.7 and issue #4 ask for the push/fold charts of any model next to the equilibrium: the
+    grids used to show only the equilibrium, Harville and the deepest FGS (Weitzman, Roberts and
+    the shallower FGS depths were in the percentage table alone)."""
+    import json
+
+    import duckdb
+
+    from sitegen.pages_models import configured_models, model_ranges_page
+    from sitegen.pages import game_info
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        page = model_ranges_page(con, "tiny")
+        models = configured_models(game_info(con, "tiny"))
+    spec = json.loads(re.search(r'data-target="chart-model-ranges">(.*?)</script>', page).group(1))
+    rows = next(iter(spec["datasets"].values()))
+    shown = {r["panel"].split(" · ")[0] for r in rows}
+    assert shown == {"equilibrium", *models} and len(models) == 6
+    order = sorted({(r["order"], r["panel"].split(" · ")[0]) for r in rows})
+    assert order[0][1] == "equilibrium"

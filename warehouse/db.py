@@ -12,6 +12,7 @@ Rules this module enforces:
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import re
 import time
@@ -290,6 +291,17 @@ def _replace_in_transaction(con: duckdb.DuckDBPyConnection, r: Replacement) -> i
     return written
 
 
+def cell_text(value: Any) -> str:
+    """Text as one markdown table cell shows it: outside `code spans` a '|' would end the cell (a
+    column doc "mean |model − equilibrium|" showed "mean") and '<…>' would be taken for an HTML
+    tag ("'sampled-<boards>-seed<seed>'" showed "'sampled--seed'"), so they are escaped there."""
+    parts = str(value).split("`")
+    for i, part in enumerate(parts):  # even parts are outside code spans, and so is text after a lone backtick
+        if i % 2 == 0 or i == len(parts) - 1:
+            parts[i] = html.escape(part, quote=False).replace("|", "\\|")
+    return "`".join(parts)
+
+
 def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = None) -> str:
     """Render a small frame as a GitHub markdown table (used for metadata previews and pages).
 
@@ -307,9 +319,9 @@ def frame_markdown(df: pd.DataFrame, digits: int = 6, decimals: int | None = Non
         if isinstance(v, (list, tuple)):
             return ", ".join(str(x) for x in v)
         return "" if v is None or v is pd.NaT or v is pd.NA else str(v)  # (str(pd.NA) is '<NA>': an HTML tag)
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    head = "| " + " | ".join(map(str, df.columns)) + " |"  # (as given: pages break long names with <wbr>)
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    rows = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    rows = ["| " + " | ".join(cell_text(fmt(v)) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join([head, rule, *rows])
 
 

@@ -155,10 +155,12 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
                 axis=alt.Axis(labelFontSize=8, titleFontSize=8, titleFontWeight="normal")),
     ).transform_calculate(col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
     rect = base.mark_rect().encode(
-        color=alt.Color("jam_probability:Q", title="jam probability", scale=alt.Scale(scheme="greens", domain=[0, 1])),
+        color=alt.Color("jam_probability:Q", title="P(jam)", scale=alt.Scale(scheme="greens", domain=[0, 1])),
         tooltip=[alt.Tooltip("panel:N", title="node"), alt.Tooltip("label:N", title="hand"),
                  alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
-    text = base.mark_text(fontSize=6).encode(text="label:N")
+    # labels white on the dark cells (black on dark green was unreadable)
+    text = base.mark_text(fontSize=6).encode(
+        text="label:N", color=alt.condition(alt.datum.jam_probability > 0.55, alt.value("white"), alt.value("black")))
     size = min(190, GRID_ROW_WIDTH // columns)
     return wrapped_facet((rect + text).properties(width=size, height=size),
                          alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)

@@ -244,20 +244,19 @@ GROUP BY model, node, node_name"""
     table = table.loc[[m for m in models if m in table.index]]
     nodes = share.drop_duplicates("node").sort_values("node")["node_name"].tolist()
     table = table[nodes].reset_index()
-    shown = [m for m in models if m in ("equilibrium", "harville", f"FGS-{cfg.get('fgs_depth', 0)}")]
-    panels = grids[grids["model"].isin(shown)].assign(
-        panel=lambda d: d["model"] + " · " + d["node_name"],
-        order=lambda d: d["model"].map({m: i for i, m in enumerate(shown)}) * 100 + d["node"])
+    panels = grids.assign(panel=lambda d: d["model"] + " · " + d["node_name"],
+                          order=lambda d: d["model"].map({m: i for i, m in enumerate(models)}) * 100 + d["node"])
     return f"""# Model ranges
 
 First-in jamming ranges at the start state ({', '.join(map(str, start))}) of game `{game}`: the
 equilibrium's and each model's (the model's strategy is the hand solved with successors valued
-by the model). The table gives the share of all 1,326 hands jammed, in %.
+by the model). The table gives the share of all 1,326 hands jammed, in %; the grids below show
+every model's ranges, a row of first-in nodes per model under the equilibrium's.
 
 {site_table(table, decimals=2)}
 
-{chart_html(charts.push_fold_grids(panels, "jam probability: equilibrium, ICM and the deepest FGS",
-                                   columns=len(nodes)), "model-ranges")}
+{chart_html(charts.push_fold_grids(panels, "jam probability: the equilibrium, then each model", columns=len(nodes)),
+            "model-ranges")}
 
 ## Query it
 
