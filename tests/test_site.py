@@ -757,3 +757,16 @@ def test_the_model_ranges_grids_show_every_model_next_to_the_equilibrium(tiny_bu
     assert shown == {"equilibrium", *models} and len(models) == 6
     order = sorted({(r["order"], r["panel"].split(" · ")[0]) for r in rows})
     assert order[0][1] == "equilibrium"
+
+
+def test_printed_queries_list_models_in_the_pages_order():
+    """The pages' tables list the equilibrium, the ICM family, then FGS by depth (FGS-10 after
+    FGS-2); the queries printed under them sort by the same key (they sorted by MAPD or by gain)."""
+    import duckdb
+
+    from sitegen.pages_models import model_order, report_order
+
+    names = ["FGS-10", "roberts", "FGS-2", "equilibrium", "harville", "FGS-1", "weitzman"]
+    con = duckdb.connect()
+    sql = f"SELECT model FROM (SELECT unnest({names!r}) AS model) ORDER BY {report_order()}"
+    assert [m for (m,) in con.execute(sql).fetchall()] == ["equilibrium", *model_order(names[:3] + names[4:])]

@@ -186,21 +186,27 @@ def value_by_stack(df: pd.DataFrame, title: str, legend: str = "model") -> alt.C
     return wrapped_facet(lines, alt.Facet("players:O", title="players in the state"), FACET_COLUMNS)
 
 
+PLAYER_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d"]
+"""Bar colours of the 2-, 3-, 4-, 5- (and 6-) player layers: neither red nor black (gamma's dashed rule was red, like
+the 4-player bars of the default scheme)."""
+
+
 def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
                              count_title: str = "states") -> alt.Chart:
     """Distribution of gains (log10 $), stacked by player count, from counts already binned
-    (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count)."""
+    (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count; exact zeros at
+    log10 = −12). The player counts' colours avoid red and black, and gamma is a black dashed rule."""
     bars = alt.Chart(bins).mark_bar(opacity=0.8).encode(
         x=alt.X("bin_start:Q", bin="binned", title=f"log10 {title}"),
         x2="bin_end:Q",
         y=alt.Y("count:Q", title=count_title, stack=True),
-        color=alt.Color("players:N", title="players"),
+        color=alt.Color("players:N", title="players", scale=alt.Scale(range=PLAYER_COLOURS)),
         tooltip=[alt.Tooltip("players:N"), alt.Tooltip("bin_start:Q", format=".2f", title="from log10 $"),
                  alt.Tooltip("bin_end:Q", format=".2f", title="to log10 $"), alt.Tooltip("count:Q", title=count_title)],
     )
-    rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="red", strokeDash=[4, 4]).encode(
+    rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="black", strokeDash=[4, 4]).encode(
         x=alt.X("g:Q", title=f"log10 {title}"), tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
-    return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (red: gamma)")
+    return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (dashed: gamma; exact zeros at −12)")
 
 
 CONVERGENCE_SERIES = {"max_exploitability": ("max exploitability", "#d62728"),

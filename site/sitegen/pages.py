@@ -251,7 +251,7 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 ## Equity against a random hand
 
 {chart_html(strength, "vs-random", "The row hand's P(win) against every class, weighted by its deals: the "
-                                    "first query below.")}
+                                    "fourth query under “Query it”.")}
 
 ## Three-way all-ins (triple table `{triples_id}`)
 

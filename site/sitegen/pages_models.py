@@ -27,6 +27,13 @@ def configured_models(cfg: dict) -> list[str]:
     return ["harville", "weitzman", "roberts", *[f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1)]]
 
 
+def report_order(column: str = "model") -> str:
+    """SQL sort key of :func:`model_order`'s order (the equilibrium first), so that a page's printed
+    query lists its rows in the order of the page's table."""
+    return (f"CASE {column} WHEN 'equilibrium' THEN -1 WHEN 'harville' THEN 0 WHEN 'weitzman' THEN 1 "
+            f"WHEN 'roberts' THEN 2 ELSE 100 + TRY_CAST(split_part({column}, '-', 2) AS INTEGER) END")
+
+
 def _summary(con: duckdb.DuckDBPyConnection, game: str, averaging: str) -> pd.DataFrame:
     df = con.execute("""SELECT model, mapd_pct, min_relative_pct, max_relative_pct, mad, min_deviation, max_deviation,
                                pairs FROM deviation_summary WHERE game = ? AND averaging = ? AND players IS NULL""",
@@ -113,7 +120,7 @@ FROM fgs_value_moves WHERE game = '{game}' AND players IS NULL ORDER BY depth"""
     moves = con.execute(moves_sql).df()
     sweeps_sql = f"""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
        max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
-FROM model_sweeps WHERE game = '{game}' GROUP BY model"""
+FROM model_sweeps WHERE game = '{game}' GROUP BY model ORDER BY {report_order()}"""
     sweeps = con.execute(sweeps_sql).df()
     sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
@@ -163,7 +170,8 @@ Mean |model − equilibrium| in $ for each stack size:
 
 ## Query it
 
-{query_block(f"SELECT * FROM deviation_summary WHERE game = '{game}' AND players IS NULL ORDER BY averaging, mapd_pct")}
+{query_block(f"SELECT * FROM deviation_summary WHERE game = '{game}' AND players IS NULL ORDER BY averaging, "
+                f"{report_order()}")}
 
 The MAPD per player count, and the by-stack charts (every column of `deviation_by_stack`):
 {query_block(per_layer_sql)}
@@ -208,7 +216,7 @@ knows the model is wrong could win against a table that believes it.
 
 The table (`ex_post`), the chart's gains per player count, and the largest gains:
 
-{query_block(f"SELECT * FROM ex_post WHERE game = '{game}' ORDER BY all_mean_gain")}
+{query_block(f"SELECT * FROM ex_post WHERE game = '{game}' ORDER BY {report_order('profile')}")}
 {query_block(by_layer_sql)}
 {query_block(f'''SELECT profile, players, state_id, position, profile_value, nemesis_value, gain
 FROM nemesis_values WHERE game = '{game}' ORDER BY gain DESC LIMIT 10''')}
