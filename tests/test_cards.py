@@ -111,3 +111,30 @@ def test_known_deals():
 
     assert not ok("AA", "AA", "AA") and not ok("AA", "AA", "AKs") and not ok("AA", "AKo", "AKs", "A2s")
     assert ok("AA", "AA") and ok("AA", "AA", "KK") and ok("AKs", "AKs", "AKs") and ok("AA", "AKs", "AKo")
+
+
+def test_class_ids_labels_and_combos_follow_spec_section_3():
+    """SPEC §3 fixes the numbering: ranks A, K, …, 2 index 0..12, cell (i, j) is id 13·i + j, i = j a
+    pair, i < j suited ('AKs' at row A, column K), i > j offsuit ('AKo' at row K, column A); 6, 4
+    and 12 combos. Checked cell by cell against the rule itself, and every combo by its cards'
+    ranks and suits, independently of parse_class (which the other tests go through)."""
+    from itertools import combinations
+
+    from engine.cards import card_label, class_combos, class_label
+
+    ranks = "AKQJT98765432"
+    assert (class_label(1), class_label(13), class_label(0), class_label(168)) == ("AKs", "AKo", "AA", "22")
+    seen = set()
+    for i, j in ((i, j) for i in range(13) for j in range(13)):
+        cid = 13 * i + j
+        hi, lo = ranks[min(i, j)], ranks[max(i, j)]
+        expected = hi + lo if i == j else hi + lo + ("s" if i < j else "o")
+        assert class_label(cid) == expected
+        combos = [tuple(sorted(card_label(int(c)) for c in combo)) for combo in class_combos(cid)]
+        assert len(combos) == {True: 6, False: 4 if i < j else 12}[i == j] == len(set(combos))
+        for a, b in combos:
+            assert sorted((a[0], b[0])) == sorted((hi, lo))
+            assert (a[1] == b[1]) == (i < j)  # suited exactly when the class is
+        seen.update(combos)
+    every_hand = {tuple(sorted(pair)) for pair in combinations([r + s for r in ranks for s in "cdhs"], 2)}
+    assert seen == every_hand and len(seen) == 1326

@@ -486,6 +486,51 @@ def test_direct_match_sides_share_the_prize_pool(game, solved, eq, sampler):
     assert match_summary(seatings)["roi_a"] > 3 * match_summary(seatings)["roi_a_se"]  # equilibrium wins
 
 
+def test_solved_values_sum_to_the_open_prizes_of_each_layer(solved):
+    """With three paid places the layers' values sum to different open prizes: $100 with three
+    players left, $80 (50 + 30) heads-up, where the third prize is already paid. (The solver's own
+    tests pay two places, where every layer's open prizes are the whole pool.)"""
+    for n, open_prizes in ((2, 80.0), (3, 100.0)):
+        assert np.abs(solved[n].values.sum(axis=1) - open_prizes).max() < 1e-9
+        assert solved[n].values.min() >= PAYOUTS[n - 1] - 1e-9  # a seat is worth at least the last open prize
+
+
+def test_standard_errors_match_the_spread_over_seeds(game, eq, sampler):
+    """The reported standard error of a mean payoff is the spread of that mean over independent
+    runs: 40 seeds of 20,000 tournaments each, per position, the standard deviation of the 40
+    means against the reported errors (an error off by a factor such as √2 or the wrong T would
+    fall outside; the ratio's sampling spread at 40 runs is about 11 %)."""
+    runs = [simulate(game, [eq], [0, 0, 0], START, 20_000, seed=100 + k, tensors=sampler) for k in range(40)]
+    means = np.array([r.mean for r in runs])
+    reported = np.sqrt(np.mean([r.se ** 2 for r in runs], axis=0))
+    ratio = means.std(axis=0, ddof=1) / reported
+    assert np.all((0.7 < ratio) & (ratio < 1.35)), ratio
+    roi_ratio = np.array([r.roi for r in runs]).std(axis=0, ddof=1) / np.sqrt(np.mean([r.roi_se ** 2 for r in runs], axis=0))
+    assert np.allclose(roi_ratio, ratio)
+
+
+def test_direct_match_with_the_sides_swapped_plays_the_same_seatings(game, eq, sampler):
+    """A against B and B against A seat the same profiles in the same places at complementary masks:
+    each seating's A result of the one equals the B result of the other within their errors (the
+    two calls play independent streams), and the summaries swap. A mix-up of which side a seat
+    plays shows as a gap of many standard errors (always-jam against the equilibrium loses a lot,
+    and by seat)."""
+    jam = np.ones_like(eq)
+    ab = {s.a_seats: s for s in direct_match(game, eq, jam, START, 100_000, seed=11, tensors=sampler)}
+    ba = {s.b_seats: s for s in direct_match(game, jam, eq, START, 100_000, seed=12, tensors=sampler)}
+    assert ab.keys() == ba.keys()
+    gaps = []
+    for seats, s in ab.items():
+        t = ba[seats]  # the equilibrium on the same seats, now side B
+        assert t.a_seats == s.b_seats
+        gaps += [(s.roi_a - t.roi_b) / np.hypot(s.roi_a_se, t.roi_b_se),
+                 (s.roi_b - t.roi_a) / np.hypot(s.roi_b_se, t.roi_a_se)]
+    assert max(abs(g) for g in gaps) < 4, gaps
+    assert max(abs(s.roi_b) / s.roi_b_se for s in ab.values()) > 10  # the sides do differ, seat by seat
+    x, y = match_summary(list(ab.values())), match_summary(list(ba.values()))
+    assert abs(x["roi_a"] - y["roi_b"]) < 4 * np.hypot(x["roi_a_se"], y["roi_b_se"])
+
+
 def test_profile_against_itself_breaks_even(game, eq, sampler):
     seatings = direct_match(game, eq, eq, (1, 2, 3), 100_000, seed=4, tensors=sampler)
     summary = match_summary(seatings)
