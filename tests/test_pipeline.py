@@ -263,7 +263,12 @@ def test_ex_post_tables(tiny_build):
     start = con.execute("""SELECT list(n.gain) FROM nemesis_values n JOIN states s USING (game, players, state_id)
                            WHERE n.game = 'tiny' AND s.stacks = [2, 2, 2] AND n.profile = 'equilibrium'""").fetchone()[0]
     assert summary["start_max_gain"] == pytest.approx(max(start))
+    assert summary["start_mean_gain"] == pytest.approx(np.mean(start))
     assert summary["start_mean_roi_pct"] == pytest.approx(100 * np.mean(start) / (100 / 3))
+    assert summary["start_max_roi_pct"] == pytest.approx(100 * max(start) / (100 / 3))
+    every = con.execute("SELECT gain FROM nemesis_values WHERE game = 'tiny' AND profile = 'equilibrium'").fetchnumpy()
+    assert summary["all_mean_gain"] == pytest.approx(every["gain"].mean())
+    assert summary["all_max_gain"] == pytest.approx(every["gain"].max())
     assert summary["pairs"] == sum(rows.values())
     # a solved game is hard to exploit: every hand is within gamma under the equilibrium's values, so a
     # nemesis gains about gamma a hand at most, and the tiny game's tournaments last 3.6 hands on average
@@ -318,18 +323,24 @@ def test_model_values_and_deviation_views_match_numpy(tiny_build):
     two = summary[(summary["players"] == 2) & (summary["averaging"] == "plain")].set_index("model")
     assert two.loc["harville", "mad"] == pytest.approx(two.loc["roberts", "mad"], rel=1e-9)
     by_stack = con.execute("SELECT * FROM deviation_by_stack WHERE game = 'tiny'").df()
-    fin = con.execute("""SELECT f.players, s.stacks[f.position + 1] AS stack, f.place, avg(f.probability) AS p
-                         FROM finishing f JOIN states s USING (game, players, state_id) WHERE f.game = 'tiny'
-                         GROUP BY ALL""").df()
+    fin = con.execute("SELECT players, state_id, position, place, probability AS p FROM finishing "
+                      "WHERE game = 'tiny'").df().merge(states, on=["players", "state_id"])
+    fin["stack"] = [st[p] for st, p in zip(fin["stacks"], fin["position"])]  # the seat's stack, in pandas
+    fin = fin.groupby(["players", "stack", "place"], as_index=False)["p"].mean()
+    assert len(by_stack) == len(MODELS) * (5 + 4)  # stacks 1..5 heads-up, 1..4 three-handed
     for (model, players, stack), g in d.groupby(["model", "players", "stack"]):
         row = by_stack[(by_stack["model"] == model) & (by_stack["players"] == players) & (by_stack["stack"] == stack)]
+        assert len(row) == 1
         row = row.iloc[0]
+        assert row["mean_payoff"] == pytest.approx(g["payoff"].mean(), rel=1e-12)
+        assert row["pairs"] == len(g)
         assert row["mean_equilibrium"] == pytest.approx(g["equilibrium"].mean(), rel=1e-12)
         assert row["mean_deviation"] == pytest.approx((g["payoff"] - g["equilibrium"]).mean(), rel=1e-9, abs=1e-12)
         assert row["mean_abs_deviation"] == pytest.approx((g["payoff"] - g["equilibrium"]).abs().mean(), rel=1e-9)
         f = fin[(fin["players"] == players) & (fin["stack"] == stack)].sort_values("place")["p"].to_numpy()
         np.testing.assert_allclose(row["finishing"], f, rtol=1e-12)
         assert row["p_win"] == pytest.approx(f[0]) and row["proportional"] == pytest.approx(stack / 6)
+        assert row["p_win_relative_pct"] == pytest.approx(100 * (f[0] - stack / 6) / (stack / 6), rel=1e-9)
 
 
 def test_model_strategies_and_their_ex_post(tiny_build):
