@@ -92,6 +92,18 @@ def test_log_records_outer_iterations(solved):
     assert all(e["max_delta_v"] >= 0 and e["wall_s"] >= 0 for e in log)
 
 
+def test_the_log_s_max_delta_v_is_the_values_move(tmp_path, tiny_tensors, solved):
+    """`max_delta_v` of outer iteration k is the largest |V_k − V_(k−1)| ($) over the layer's
+    (state, position) pairs, V_0 the ICM start: checked on layers stopped after one and two outer
+    iterations (the second resumed from the first's checkpoint)."""
+    lower = {2: solved[2].values}
+    one = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=1)
+    two = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=2)
+    first = np.abs(one.values - icm_values(one.stacks, PAYOUTS)).max()
+    assert one.log[0]["max_delta_v"] == pytest.approx(first, rel=1e-12) and first > 0.01
+    assert two.log[1]["max_delta_v"] == pytest.approx(np.abs(two.values - one.values).max(), rel=1e-9, abs=1e-12)
+
+
 def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
     lower = {2: solved[2].values}
     first = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, max_outer=1)
