@@ -114,7 +114,7 @@ def payoff_vs_stack(df: pd.DataFrame) -> alt.Chart:
         alt.Chart(data, title="Mean payoff by stack size")
         .mark_line(point=True)
         .encode(
-            x=alt.X("stack:Q", title="stack (small-blind units)"),
+            x=alt.X("stack:Q", title="stack (small-blind units)", axis=alt.Axis(tickMinStep=1, format="d")),
             y=alt.Y("payoff:Q", title="mean expected prize ($)"),
             color=alt.Color("model:N", title="model", scale=model_color_scale(models)),
             strokeDash=alt.condition(alt.datum.model == "proportional", alt.value([4, 4]), alt.value([1, 0])),
@@ -175,7 +175,7 @@ def value_by_stack(df: pd.DataFrame, title: str, legend: str = "model") -> alt.C
     series = list(dict.fromkeys(df["series"]))
     lines = (
         alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-            x=alt.X("stack:Q", title="stack (small-blind units)"),
+            x=alt.X("stack:Q", title="stack (small-blind units)", axis=alt.Axis(tickMinStep=1, format="d")),
             y=alt.Y("value:Q", title=title),
             color=alt.Color("series:N", title=legend, scale=model_color_scale(series), sort=series),
             strokeDash=alt.condition(alt.datum.series == "proportional", alt.value([4, 4]), alt.value([1, 0])),
@@ -206,7 +206,8 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
     )
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="black", strokeDash=[4, 4]).encode(
         x=alt.X("g:Q", title=f"log10 {title}"), tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
-    return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (dashed: gamma; exact zeros at −12)")
+    return (bars + rule).properties(width=600, height=260,
+                                    title=f"Distribution: {title} (dashed: gamma; exact zeros at −12)")
 
 
 CONVERGENCE_SERIES = {"max_exploitability": ("max exploitability", "#d62728"),
@@ -244,9 +245,9 @@ def _fgs_depth_x() -> alt.X:
 def depth_curve(df: pd.DataFrame) -> alt.Chart:
     """MAPD (%) and MAD ($) of FGS-d against the depth d; ``df`` columns: depth, mapd_pct, mad."""
     base = alt.Chart(df).encode(x=_fgs_depth_x())
-    mapd = base.mark_line(point=True, color="#d62728").encode(
+    mapd = base.mark_line(point=alt.OverlayMarkDef(color="#d62728"), color="#d62728").encode(
         y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
-    mad = base.mark_line(point=True, color="#1f77b4").encode(
+    mad = base.mark_line(point=alt.OverlayMarkDef(color="#1f77b4"), color="#1f77b4").encode(
         y=alt.Y("mad:Q", title="MAD ($)"), tooltip=["depth:O", alt.Tooltip("mad:Q", format=".5f")])
     return alt.hconcat(mapd.properties(width=280, height=200, title="MAPD (%) against the equilibrium"),
                        mad.properties(width=280, height=200, title="MAD ($) against the equilibrium"))
@@ -271,10 +272,10 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
     """Hero ROI (%) and MAPD (%) of FGS-d against the depth d; ``df`` columns: depth, roi_pct, mapd_pct."""
     base = alt.Chart(df).encode(x=_fgs_depth_x())
-    roi = base.mark_line(point=True, color="#2ca02c").encode(
+    roi = base.mark_line(point=alt.OverlayMarkDef(color="#2ca02c"), color="#2ca02c").encode(
         y=alt.Y("roi_pct:Q", title="hero ROI against the equilibrium (%)"),
         tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f")])
-    mapd = base.mark_line(point=True, color="#d62728").encode(
+    mapd = base.mark_line(point=alt.OverlayMarkDef(color="#d62728"), color="#d62728").encode(
         y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
     return alt.hconcat(roi.properties(width=280, height=200, title="simulated ROI of the FGS-d player"),
                        mapd.properties(width=280, height=200, title="MAPD of FGS-d payoffs"))
