@@ -377,8 +377,9 @@ def test_convergence_chart_and_folded_log_tables_carry_the_solve_log(tiny_build)
                       for c in ("max_exploitability", "max_delta_v", "target") if getattr(r, c) > 0)
     assert drawn == expected and len(expected) > 2 * len(log)
     for n, rows in log.groupby("players"):
+        wall = rows["wall_s"].sum()  # whole seconds from 10 s, hundredths below (a tiny layer's 0.3 s is not "0 s")
         summary = (f"<summary>{n} players: {len(rows)} outer iterations, {int(rows['cfr_iterations'].sum()):,} "
-                   f"CFR+ iterations, {rows['wall_s'].sum():,.0f} s</summary>")
+                   f"CFR+ iterations, {f'{wall:,.0f}' if wall >= 10 else f'{wall:.2f}'} s</summary>")
         assert summary in page
     assert page.count('<details markdown="1">') == log["players"].nunique()
     html = (tiny_build["site"] / "solve-quality.html").read_text()
@@ -435,8 +436,9 @@ def test_the_warehouse_page_says_its_row_counts_are_of_every_game_in_the_file(ti
 
 def test_log_summary_sums_the_logged_seconds_not_the_rounded_ones():
     """The folded log's summary line totals the logged wall seconds; the table beside it rounds each
-    to 0.01 s. Two iterations of 0.504 s and 0.004 s total 0.508 s, which prints as 1 s, while their
-    rounded figures (0.50 + 0.00) would print as 0 s."""
+    to 0.01 s. Two iterations of 0.504 s and 0.004 s total 0.508 s, which prints as 0.51 s, while their
+    rounded figures (0.50 + 0.00) would print as 0.50 s; under 10 s the line shows hundredths (it
+    showed a small layer's 0.3 s as "0 s"), from 10 s whole seconds."""
     import pandas as pd
 
     from sitegen.pages_equilibrium import _log_tables
@@ -444,8 +446,10 @@ def test_log_summary_sums_the_logged_seconds_not_the_rounded_ones():
     log = pd.DataFrame({"players": [2, 2], "outer_iteration": [1, 2], "cfr_iterations": [3, 4],
                         "wall_s": [0.504, 0.004]})
     text = _log_tables(log)
-    assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 1 s</summary>" in text
+    assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 0.51 s</summary>" in text
     assert "0.504" not in text and "0.5" in text
+    log["wall_s"] = [10.4, 0.2]
+    assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 11 s</summary>" in _log_tables(log)
 
 
 def test_table_headers_wrap_after_underscores():

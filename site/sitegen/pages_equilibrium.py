@@ -163,8 +163,10 @@ def _log_tables(log: pd.DataFrame) -> str:
     across a whole second)."""
     blocks = []
     for n, rows in log.groupby("players", sort=True):
+        wall = rows["wall_s"].sum()
+        seconds = f"{wall:,.0f}" if wall >= 10 else f"{wall:.2f}"  # (a small layer's 0.3 s showed as "0 s")
         summary = (f"{n} players: {len(rows)} outer iterations, {int(rows['cfr_iterations'].sum()):,} CFR+ "
-                   f"iterations, {rows['wall_s'].sum():,.0f} s")
+                   f"iterations, {seconds} s")
         shown = rows.drop(columns="players").assign(wall_s=rows["wall_s"].round(2))
         blocks.append(f'<details markdown="1">\n<summary>{summary}</summary>\n\n'
                       f'{site_table(shown)}\n\n</details>')
