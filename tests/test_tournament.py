@@ -842,17 +842,25 @@ def test_solver_pool_does_not_hold_finished_results_behind_a_slow_one():
 def test_a_hand_left_above_target_at_the_iteration_cap_is_reported(tiny_tensors, solved):
     """A solve that runs out of CFR+ iterations leaves its state above the target; the layer says so
     (an "uncertified" progress event: stacks, exploitability, iterations). Forced here with a cap
-    of one batch of 8 iterations."""
+    of one batch of 8 iterations, in the layer's first outer iteration, which solves every state
+    under ICM's successor values. (Stopped there by ``max_outer``, the layer then measures every
+    state under its own values; that is tested below.)"""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+
     events: list[dict] = []
     layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1, max_outer=1,
                         max_iterations=8, loose=False, progress=events.append)
     left = [e for e in events if e["event"] == "uncertified"]
     assert left, "no state hit the cap"
+    icm = {2: solved[2].values, 3: icm_values(layer.stacks, PAYOUTS)}  # the values the states were solved under
+    solved_under_icm = [HandSolver(hand, tiny_tensors).exploitability(utilities(hand, icm), sigma=layer.strategy[s])[0]
+                        for s, hand in enumerate(layer.hands)]
     for e in left:
         s = next(i for i, st in enumerate(layer.stacks.tolist()) if st == e["stacks"])
         assert e["exploitability"] > e["target"] == GAMMA / 100 and e["cfr_iterations"] == 8
-        assert layer.exploitability[s] == pytest.approx(e["exploitability"])
-    above = {tuple(st) for st, x in zip(layer.stacks.tolist(), layer.exploitability) if x > GAMMA / 100}
+        assert solved_under_icm[s] == pytest.approx(e["exploitability"])
+    above = {tuple(st) for st, x in zip(layer.stacks.tolist(), solved_under_icm) if x > GAMMA / 100}
     assert above <= {tuple(e["stacks"]) for e in left}  # every state left above the target is reported
 
 
