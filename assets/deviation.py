@@ -29,8 +29,9 @@ from warehouse import db
 
 DEVIATION_CHECKS = {
     "every_model_compared_everywhere": "every configured model has a payoff and an equilibrium value on every "
-                                       "(state, position) of every layer of the game, and no other model appears (a build without the sweeps: "
-                                       "the ICM family and the FGS depths already stored)",
+                                       "(state, position) of every layer of the game, and no other model appears "
+                                       "(a build without the sweeps: the ICM family and the FGS depths already "
+                                       "stored)",
     "finishing_by_stack_sums_to_1": "every (player count, stack) of the game is there, and its average finishing "
                                     "probabilities sum to 1 over the places (within 1e-9)",
 }

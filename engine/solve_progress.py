@@ -66,6 +66,9 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "info", f"{head}: {event['states']:,} states ready in {duration(event['wall_s'])}"
     if kind == "measuring":
         resumed = f" ({event['done']:,} already measured before the interrupt)" if event.get("done") else ""
+        if event.get("every_state"):
+            return "warning", (f"{head}: stopped at its cap of outer iterations before it settled; measuring "
+                               f"exactly all {event['states']:,} states under its last values")
         return "info", (f"{head}: solved; measuring exactly the {event['states']:,} states skipped or screened "
                         f"in the last outer iteration{resumed}")
     if kind == "measuring_states":

@@ -612,7 +612,8 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     wanted[done] = False
     todo = order[wanted[order]].tolist()  # heaviest first, as the layer's ``order``
     if progress and len(last):
-        progress({"event": "measuring", "players": n, "states": len(last), "done": len(done)})
+        progress({"event": "measuring", "players": n, "states": len(last), "done": len(done),
+                  "every_state": every_state})
 
     def measure(s: int) -> None:
         solver = solvers[s]

@@ -1045,9 +1045,13 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
             assert line is None
             continue
         level, text = line
-        assert text.startswith("3-player layer") and level == ("warning" if e["event"] == "uncertified" else "info")
+        unsettled = e["event"] == "measuring" and e["every_state"]  # stopped by max_outer: not settled
+        assert text.startswith("3-player layer") and level == ("warning" if e["event"] == "uncertified" or unsettled
+                                                               else "info")
         if e["event"] == "uncertified":
             assert str(e["stacks"]) in text and f"{e['exploitability']:.2e}" in text
+        if unsettled:
+            assert f"before it settled; measuring exactly all {e['states']} states" in text
     assert layer_log_line({"event": "resumed_states", "players": 5, "outer_iteration": 1, "done": 12_345,
                            "states": 135_751}) == ("info", "5-player layer, outer iteration 1: 12,345/135,751 states "
                                                             "already done before the interrupt")

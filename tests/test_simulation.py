@@ -505,7 +505,8 @@ def test_standard_errors_match_the_spread_over_seeds(game, eq, sampler):
     reported = np.sqrt(np.mean([r.se ** 2 for r in runs], axis=0))
     ratio = means.std(axis=0, ddof=1) / reported
     assert np.all((0.7 < ratio) & (ratio < 1.35)), ratio
-    roi_ratio = np.array([r.roi for r in runs]).std(axis=0, ddof=1) / np.sqrt(np.mean([r.roi_se ** 2 for r in runs], axis=0))
+    roi_se = np.sqrt(np.mean([r.roi_se ** 2 for r in runs], axis=0))
+    roi_ratio = np.array([r.roi for r in runs]).std(axis=0, ddof=1) / roi_se
     assert np.allclose(roi_ratio, ratio)
 
 

@@ -398,7 +398,6 @@ def test_missing_values_are_blank_cells_not_html_tags():
     assert "<NA>" not in table and table.splitlines()[2] == "| exact |  |"
 
 
-
 def test_table_cells_show_pipes_and_angle_brackets_as_written():
     """Markdown renders a table cell's text whole: a '|' outside a code span used to end the cell (the
     Warehouse page's "mean |model − equilibrium|, $" showed "mean") and '<boards>' was taken for an
@@ -417,6 +416,7 @@ def test_table_cells_show_pipes_and_angle_brackets_as_written():
     cells = re.findall(r"<td>(.*?)</td>", page, flags=re.S)
     shown = [html.unescape(re.sub(r"</?code>", "`", c)) for c in cells]
     assert shown == texts
+
 
 def test_the_warehouse_page_says_its_row_counts_are_of_every_game_in_the_file(tiny_build, tmp_path):
     import duckdb

@@ -159,8 +159,8 @@ Each chart above is this query for its state's stacks (in acting order), every c
 def _log_tables(log: pd.DataFrame) -> str:
     """The solve log of each layer as a table folded under a line that sums it up (the 45-unit
     layers run to 74 outer iterations and more: one open table would fill pages). The line sums the
-    logged seconds; the table shows each to 0.01 s (summing the rounded figures could move the total
-    across a whole second)."""
+    logged seconds (whole ones from 10 s, hundredths below); the table shows each to 0.01 s (summing
+    the rounded figures could move the total)."""
     blocks = []
     for n, rows in log.groupby("players", sort=True):
         wall = rows["wall_s"].sum()

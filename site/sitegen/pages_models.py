@@ -28,8 +28,8 @@ def configured_models(cfg: dict) -> list[str]:
 
 
 def report_order(column: str = "model") -> str:
-    """SQL sort key of :func:`model_order`'s order (the equilibrium first), so that a page's printed
-    query lists its rows in the order of the page's table."""
+    """SQL sort key of the pages' row order: the equilibrium, then :func:`model_order`'s (the ICM
+    family, FGS by depth), so that a page's printed query lists its rows as its table does."""
     return (f"CASE {column} WHEN 'equilibrium' THEN -1 WHEN 'harville' THEN 0 WHEN 'weitzman' THEN 1 "
             f"WHEN 'roberts' THEN 2 ELSE 100 + TRY_CAST(split_part({column}, '-', 2) AS INTEGER) END")
 
