@@ -175,7 +175,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
         with warehouse.connect() as con:
             summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "rows": kept, "max_gain_usd": record["max_gain"],
+            metadata={"game": cfg.name, "rows": kept, "dagster/row_count": kept, "max_gain_usd": record["max_gain"],
                       "mean_gain_usd": record["mean_gain"], "rounds": record["rounds"],
                       "wall_s": round(time.perf_counter() - t0, 2),
                       "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=6))},

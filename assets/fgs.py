@@ -98,6 +98,7 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
+                  "dagster/row_count": rows["fgs_values"],
                   "sweep_s": seconds, "cfr_iterations": iterations, "max_value_move_usd": moves, **quality,
                   "layers_read_back": read_back,
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},

@@ -160,7 +160,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 WHERE f.game = ? AND f.players = ? AND f.state_id = ? GROUP BY ALL ORDER BY any_value(f.position)""",
                                            [cfg.name, n, _shown_state(con, cfg, n)])
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "states": m, "rows": rows,
+            metadata={"game": cfg.name, "states": m, "rows": rows, "dagster/row_count": rows,
                       "wall_s": round(time.perf_counter() - t0, 2),
                       "preview": dg.MetadataValue.md(preview)},
             check_results=checks)

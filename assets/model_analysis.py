@@ -263,8 +263,11 @@ def model_strategies(context: dg.AssetExecutionContext, game: GameResource,
     with warehouse.connect() as con:
         check, quality, preview = sweep_checks(con, cfg, list(MODELS))
         seconds, iterations = sweep_totals(con, cfg, list(MODELS))
+        nodes, = con.execute("SELECT count(*) FROM model_nodes WHERE game = ? AND list_contains(?, model)",
+                             [cfg.name, list(MODELS)]).fetchone()
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": list(MODELS), **{f"rows_{k}": v for k, v in rows.items()},
+                  "dagster/row_count": int(nodes),  # the three models' strategy rows, written now or kept
                   "sweep_s": seconds, "cfr_iterations": iterations, **quality, "warm_start": warm_start,
                   "layers_read_back": read_back,  # sweep layers finished before an interrupt
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},

@@ -107,7 +107,8 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
     with warehouse.connect() as con:
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "rows": rows, "wall_s": round(time.perf_counter() - t0, 2),
+        metadata={"game": cfg.name, "rows": rows, "dagster/row_count": rows,
+                  "wall_s": round(time.perf_counter() - t0, 2),
                   "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
         check_results=[
             dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),

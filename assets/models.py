@@ -50,7 +50,8 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
         preview = db.preview_markdown(con, "SELECT * FROM states WHERE game = ? ORDER BY players DESC, state_id", [cfg.name])
     expected = {n: states.n_states(cfg.units, n) for n in range(2, cfg.players + 1)}
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "rows": rows, **{f"states_{n}p": c for n, c in expected.items()},
+        metadata={"game": cfg.name, "rows": rows, "dagster/row_count": rows,
+                  **{f"states_{n}p": c for n, c in expected.items()},
                   "config": dg.MetadataValue.json(cfg.to_dict()), "preview": dg.MetadataValue.md(preview)},
         check_results=[dg.AssetCheckResult(
             check_name="state_counts", passed=counts == expected,
@@ -123,6 +124,7 @@ def equity_model_tables(context: dg.AssetExecutionContext, game: GameResource,
             [cfg.name], limit=20)
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "finishing_rows": n_fin, "payoff_rows": n_pay, "example_rows": n_ex,
+                  "dagster/row_count": n_pay,  # (the payoffs: the model values the analyses read)
                   **timings, "example_payoffs": dg.MetadataValue.md(preview)},
         check_results=checks)
 

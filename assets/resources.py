@@ -10,6 +10,7 @@ import duckdb
 from engine.config import GameConfig, game_config
 from engine.states import n_states
 from warehouse import db
+from warehouse.schema import TABLES
 
 
 class GameResource(dg.ConfigurableResource):
@@ -47,6 +48,22 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
                              config_file=os.environ.get("JAMFOLD_CONFIG", "")),
         "warehouse": WarehouseResource(path=str(db.warehouse_path())),
     }
+
+
+def column_schema(table: str) -> dg.TableSchema:
+    """A warehouse table's columns, DuckDB types and documentation (:mod:`warehouse.schema`), as the
+    ``dagster/column_schema`` the UI shows on an asset's Columns tab."""
+    return dg.TableSchema(columns=[dg.TableColumn(c.name, c.type, c.description) for c in TABLES[table].columns])
+
+
+def table_rows(con: duckdb.DuckDBPyConnection, table: str, **where: object) -> dict[str, int]:
+    """``{"dagster/row_count": n}``: the rows of the warehouse ``table`` that a materialization stands
+    for (those of its game, layer or profile: ``where``, column = value), under the key the Dagster
+    UI's catalog shows as the asset's row count (the per-table counts stay beside it)."""
+    clause = " AND ".join(f"{column} = ?" for column in where)
+    n, = con.execute(f"SELECT count(*) FROM {table}" + (f" WHERE {clause}" if where else ""),
+                     list(where.values())).fetchone()
+    return {"dagster/row_count": int(n)}
 
 
 def blocking_checks(asset: str, checks: dict[str, str]) -> list[dg.AssetCheckSpec]:

@@ -84,7 +84,8 @@ def hand_classes(warehouse: WarehouseResource) -> dg.MaterializeResult:
         n = db.replace_rows(con, "hand_classes", frame)
         combos = con.execute("SELECT sum(combos) FROM hand_classes").fetchone()[0]
     return dg.MaterializeResult(
-        metadata={"rows": n, "combos": int(combos), "preview": dg.MetadataValue.md(db.frame_markdown(frame.head(8)))},
+        metadata={"rows": n, "dagster/row_count": n, "combos": int(combos),
+                  "preview": dg.MetadataValue.md(db.frame_markdown(frame.head(8)))},
         check_results=[dg.AssetCheckResult(check_name="combos_total_1326", passed=bool(combos == 1326 and n == 169),
                                            metadata={"rows": n, "combos": int(combos)})])
 
@@ -97,6 +98,7 @@ def _build_metadata(rollout_id: str, kind: str, reused: bool, con, sql: str) -> 
     return {
         "rollout": rollout_id,
         "rows": int(rows),
+        "dagster/row_count": int(rows),
         "mode": mode,
         "boards_per_matchup": int(boards) if mode == "sampled" else dg.MetadataValue.text("every board (exact)"),
         "precision (max std error)": float(precision),

@@ -265,7 +265,8 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "tournaments_per_hero_seat": T, "tournaments_per_match_seating": M, "seed": seed,
-                  "rows_simulation": n_sim, "rows_direct_matches": n_match, "models_not_simulated": pending,
+                  "rows_simulation": n_sim, "dagster/row_count": n_sim, "rows_direct_matches": n_match,
+                  "models_not_simulated": pending,
                   **_speed(speeds, kept_speeds),
                   "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
         check_results=checks)

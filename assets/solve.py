@@ -46,6 +46,12 @@ LAYER_CHECKS = {
 }
 
 
+PRIMARY_TABLE = "equilibrium_values"
+"""The table whose rows a layer's solve reports as its row count and whose columns the Dagster UI
+shows (it writes `equilibrium_nodes`, `state_quality` and `solve_log` too; their counts are
+metadata beside it)."""
+
+
 TENSORS_HELD = 2
 """Solver tensors a process keeps (about 0.7 GB each: the 169³ showdown tensors, whatever the game)."""
 _tensors_by_tables: OrderedDict[str, SolverTensors] = OrderedDict()
@@ -308,7 +314,7 @@ def _layer_asset(n: int, previous):
                       "exact_checks": sol.exact_checks,
                       "max_exploitability_usd": float(sol.exploitability.max()), "gamma": cfg.gamma,
                       "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
-                      "preview": dg.MetadataValue.md(preview)},
+                      "dagster/row_count": rows[PRIMARY_TABLE], "preview": dg.MetadataValue.md(preview)},
             check_results=checks)
 
     return layer
@@ -333,7 +339,7 @@ def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: 
         metadata={"game": cfg.name, "states": n_states(cfg.units, n), "outer_iterations": int(outer),
                   "cfr_iterations": int(its), "exact_checks": int(checks_done), "max_exploitability_usd": float(worst),
                   "gamma": cfg.gamma, "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
-                  "unchanged": unchanged},
+                  "dagster/row_count": rows[PRIMARY_TABLE], "unchanged": unchanged},
         check_results=_check_layer(con, cfg, n))
 
 

@@ -20,6 +20,43 @@ def test_definitions_load():
             "fgs_strategies", "deviation_statistics", "ex_post_models", "simulations", "results_site"} <= keys
 
 
+def test_the_ui_shows_each_assets_table_columns_and_row_count(tiny_build):
+    """Each asset but the site names the warehouse table it stands for, with that table's columns,
+    types and docs (the UI's Columns tab), and its materialization reports `dagster/row_count` (the
+    catalog's row count): that table's rows of the game (and layer) it wrote, counted here in SQL."""
+    from warehouse.schema import TABLES
+
+    graph = defs.resolve_asset_graph()
+    tables = {}
+    for key in graph.get_all_asset_keys():
+        md = graph.get(key).metadata
+        if key.to_user_string() == "results_site":
+            assert "dagster/column_schema" not in md
+            continue
+        table = tables[key.to_user_string()] = md["warehouse_table"]
+        columns = [(c.name, c.type, c.description) for c in md["dagster/column_schema"].columns]
+        assert columns == [(c.name, c.type, c.description) for c in TABLES[table].columns]
+    assert len(tables) == 22
+    events = tiny_build["result"].get_asset_materialization_events()
+    reported = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    for name, table in tables.items():
+        layer = name.rsplit("_", 1)[-1]
+        if layer in ("4p", "5p"):  # no such layer in the tiny game: nothing written, no count
+            assert "dagster/row_count" not in reported[name]
+            continue
+        where, params = ("", []) if table in ("hand_classes", "rollout_pairs", "rollout_triples") else \
+            (" WHERE game = ?", ["tiny"])
+        if layer in ("2p", "3p"):
+            where, params = where + " AND players = ?", params + [int(layer[0])]
+        if table == "nemesis_values":
+            where, params = where + " AND profile " + ("= ?" if layer in ("2p", "3p") else "<> ?"), params + ["equilibrium"]
+        if name == "model_strategies":
+            where += " AND model IN ('harville', 'weitzman', 'roberts')"
+        expected, = con.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()
+        assert reported[name]["dagster/row_count"].value == expected > 0, name
+
+
 def test_every_asset_check_says_what_it_checks():
     """The Dagster UI shows each check's description beside its result ("No description provided" before)."""
     from assets.definitions import ALL_ASSETS
