@@ -50,7 +50,8 @@ def test_the_ui_shows_each_assets_table_columns_and_row_count(tiny_build):
         if layer in ("2p", "3p"):
             where, params = where + " AND players = ?", params + [int(layer[0])]
         if table == "nemesis_values":
-            where, params = where + " AND profile " + ("= ?" if layer in ("2p", "3p") else "<> ?"), params + ["equilibrium"]
+            where += " AND profile " + ("= ?" if layer in ("2p", "3p") else "<> ?")
+            params = params + ["equilibrium"]
         if name == "model_strategies":
             where += " AND model IN ('harville', 'weitzman', 'roberts')"
         expected, = con.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()
