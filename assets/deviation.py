@@ -17,6 +17,7 @@ import time
 
 import dagster as dg
 import pandas as pd
+from pydantic import Field
 
 from assets.fgs import fgs_strategies
 from assets.finishing import FINISHING_ASSETS
@@ -38,9 +39,9 @@ DEVIATION_CHECKS = {
 
 
 class DeviationConfig(dg.Config):
-    sweeps_left_out: bool = False
-    """The build leaves the model sweeps out (`--skip-models`): compare the ICM family and the FGS depths
-    already in the warehouse, and report the other configured models as pending instead of failing."""
+    sweeps_left_out: bool = Field(default=False, description=(
+        "The build leaves the model sweeps out (`--skip-models`): compare the ICM family and the FGS depths "
+        "already in the warehouse, and report the other configured models as pending instead of failing."))
 
 
 def expected_models(configured: list[str], present: set[str], sweeps_left_out: bool) -> list[str]:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 import duckdb
+from pydantic import Field
 
 from engine.config import GameConfig, game_config
 from engine.states import n_states
@@ -16,8 +17,11 @@ from warehouse.schema import TABLES
 class GameResource(dg.ConfigurableResource):
     """The game config every asset of a run is keyed by: a profile name or a TOML config file."""
 
-    profile: str = "quick"
-    config_file: str = ""
+    profile: str = Field(default="quick", description="A built-in game profile: quick, gs08 or thesis "
+                                                       "(not read when config_file is set).")
+    config_file: str = Field(default="", description="Path of a TOML game config (README, \"Game configs\"); when "
+                                                     "set it decides the game, starting from its own `profile = …` "
+                                                     "key if it has one.")
 
     def config(self) -> GameConfig:
         return game_config(self.profile, self.config_file)
@@ -32,7 +36,8 @@ build's own check at its start fails within `db.connect`'s 10 s, before any work
 class WarehouseResource(dg.ConfigurableResource):
     """The DuckDB warehouse file (fails fast with a clear message when another process holds it)."""
 
-    path: str = str(db.DEFAULT_PATH)
+    path: str = Field(default=str(db.DEFAULT_PATH), description="Path of the DuckDB warehouse file, created with its "
+                                                               "schema if missing.")
 
     def connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         return db.connect(self.path, read_only=read_only, wait_s=ASSET_LOCK_WAIT_S)

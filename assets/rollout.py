@@ -8,6 +8,7 @@ import dagster as dg
 import duckdb
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from assets.paths import cache_dir
 from assets.resources import GameResource, WarehouseResource
@@ -23,8 +24,8 @@ UNDEALABLE_TRIPLES = 325
 
 
 class RolloutConfig(dg.Config):
-    rebuild: bool = False
-    """Rebuild even when the warehouse already holds a complete table with this rollout id."""
+    rebuild: bool = Field(default=False, description="Rebuild even when the warehouse already holds a complete "
+                                                     "table with this rollout id.")
 
 
 def _progress_logger(context: dg.AssetExecutionContext, what: str):

@@ -20,6 +20,7 @@ from functools import cache
 import dagster as dg
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import strategies_fingerprint
@@ -50,10 +51,9 @@ CHECKS = {
 
 
 class SimulationConfig(dg.Config):
-    sweeps_left_out: bool = False
-    """The build leaves the model sweeps out (`--skip-models`): simulate the equilibrium (the
-    control) and only the models whose sweeps the warehouse holds for every layer, instead of
-    every configured model."""
+    sweeps_left_out: bool = Field(default=False, description=(
+        "The build leaves the model sweeps out (`--skip-models`): simulate the equilibrium (the control) and only "
+        "the models whose sweeps the warehouse holds for every layer, instead of every configured model."))
 
 
 def swept_models(con, game: str, layers: int) -> set[str]:

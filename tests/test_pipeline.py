@@ -67,6 +67,19 @@ def test_every_asset_check_says_what_it_checks():
     assert [spec.name for spec in specs if not (spec.description or "").strip()] == []
 
 
+def test_every_config_field_says_what_it_sets():
+    """The Launchpad shows each resource and op config field's description (attribute docstrings
+    never reached it: every field read "no description")."""
+    from assets.deviation import DeviationConfig
+    from assets.resources import GameResource, WarehouseResource
+    from assets.rollout import RolloutConfig
+    from assets.simulation import SimulationConfig
+
+    for config in (GameResource, WarehouseResource, RolloutConfig, DeviationConfig, SimulationConfig):
+        fields = config.to_config_schema().as_field().config_type.fields
+        assert fields and all((f.description or "").strip() for f in fields.values()), config.__name__
+
+
 def test_every_asset_and_check_succeeds(tiny_build):
     result = tiny_build["result"]
     assert result.success
