@@ -13,18 +13,22 @@ import os
 from engine.config import ConfigError
 
 THREADS_VARIABLE = "NUMBA_NUM_THREADS"
+MAX_THREADS = 4096
+"""The most threads the variable may ask for: numba starts that many workers (a value such as
+10²⁰ passed the old check and left a simulation allocating per-thread buffers for a minute)."""
 
 
 def configured_threads() -> int:
-    """The cores to use: ``NUMBA_NUM_THREADS`` (a whole number ≥ 1) if set and not empty, else
-    every core of the machine. Raises :class:`~engine.config.ConfigError` for any other value."""
+    """The cores to use: ``NUMBA_NUM_THREADS`` (a whole number from 1 to :data:`MAX_THREADS`) if set
+    and not blank, else every core of the machine. Raises :class:`~engine.config.ConfigError` for any
+    other value. A blank one counts as unset and is removed from the environment, since numba,
+    which reads it when first imported, would print a traceback for it."""
     raw = os.environ.get(THREADS_VARIABLE, "").strip()
     if not raw:
+        os.environ.pop(THREADS_VARIABLE, None)
         return os.cpu_count() or 1
-    try:
-        threads = int(raw)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ConfigError(THREADS_VARIABLE, "must be a whole number of threads ≥ 1 (or unset: every core)", raw)
+    threads = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if not 1 <= threads <= MAX_THREADS:
+        raise ConfigError(THREADS_VARIABLE, f"must be a whole number of threads from 1 to {MAX_THREADS} (or unset: "
+                                            "every core)", raw)
     return threads

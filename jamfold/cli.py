@@ -195,6 +195,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     from warehouse import db
 
     path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
+    _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())  # (before the warehouse is read)
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
             how = _game_flag(args)

@@ -123,13 +123,33 @@ def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, t
     assert not warehouse.exists()  # the folders are checked before the warehouse is opened (and made)
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-1"])
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "99999999999999999999"])
 def test_a_bad_numba_num_threads_exits_2_naming_it(capsys, monkeypatch, value):
-    """numba itself warns about an unreadable value and fails with a traceback at 0: every command
-    checks it first (here `progress`, which reads only a few files)."""
+    """numba itself warns about an unreadable value and fails with a traceback at 0 (and a huge one
+    left a simulation allocating per-thread buffers): every command checks it first (here
+    `progress`, which reads only a few files)."""
     monkeypatch.setenv("NUMBA_NUM_THREADS", value)
     code, _, err = run(capsys, "progress", "--profile", "quick")
-    assert code == 2 and "NUMBA_NUM_THREADS: must be a whole number of threads ≥ 1" in err and "Traceback" not in err
+    assert code == 2 and "NUMBA_NUM_THREADS: must be a whole number of threads from 1 to 4096" in err
+    assert "Traceback" not in err
+
+
+def test_a_blank_numba_num_threads_is_unset_for_numba_too():
+    """numba reads the variable when first imported and prints a traceback for a blank one: the CLI
+    removes it before any kernel loads, and so does ./lab for every command it runs."""
+    import os
+    import subprocess
+    import sys
+
+    from assets.paths import REPO_ROOT
+
+    env = {**os.environ, "NUMBA_NUM_THREADS": " "}
+    done = subprocess.run([sys.executable, "-m", "jamfold.cli", "equity", "--model", "harville", "--stacks", "1", "2",
+                           "--payouts", "1"], capture_output=True, text=True, env=env, timeout=120, cwd=REPO_ROOT)
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "NUMBA_NUM_THREADS" not in done.stderr, done.stderr
+    shell = 'NUMBA_NUM_THREADS="  " ./lab jamfold equity --model harville --stacks 1 2 --payouts 1'
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_progress_refuses_a_checkpoint_folder_that_is_a_file_and_names_the_overrides(capsys, tmp_path, monkeypatch):
@@ -424,6 +444,10 @@ def test_site_rebuilds_the_pages_from_the_warehouse_as_it_is(capsys, tiny_build,
     code, _, err = run(capsys, "site", "--profile", "gs08", "--warehouse", str(warehouse))
     assert code == 2 and "--profile: game 'gs08' is not in the warehouse" in err
     assert "./lab build --profile gs08" in err and "Traceback" not in err
+    (tmp_path / "a-file").write_text("")  # a site folder that cannot be made: refused by name (it was a traceback)
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "a-file"))
+    code, _, err = run(capsys, "site", "--config", str(tiny_build["config"]), "--warehouse", str(warehouse))
+    assert code == 2 and "JAMFOLD_BUILD_DIR (the site): cannot create the folder" in err and "Traceback" not in err
 
 
 def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():

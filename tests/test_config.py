@@ -222,16 +222,19 @@ def test_prize_pools_out_of_float64s_reach_and_targets_above_the_pool_are_refuse
     make_config(players=3, units=10, payouts=(1e15,), gamma=1e6)
 
 
-@pytest.mark.parametrize("value,threads", [("3", 3), (" 1 ", 1), ("", None), ("abc", "error"), ("0", "error"),
-                                           ("-2", "error"), ("1.5", "error")])
+@pytest.mark.parametrize("value,threads", [("3", 3), (" 1 ", 1), ("4096", 4096), ("", None), ("  ", None),
+                                           ("abc", "error"), ("0", "error"), ("-2", "error"), ("1.5", "error"),
+                                           ("4097", "error"), ("99999999999999999999", "error"), ("٢", "error")])
 def test_numba_num_threads_is_read_or_refused_by_name(monkeypatch, value, threads):
+    """A whole number from 1 to 4096, or blank (then removed: numba would print a traceback for it)."""
     import os
 
     from engine.cores import configured_threads
 
     monkeypatch.setenv("NUMBA_NUM_THREADS", value)
     if threads == "error":
-        with pytest.raises(ConfigError, match=r"^NUMBA_NUM_THREADS: must be a whole number of threads ≥ 1"):
+        with pytest.raises(ConfigError, match=r"^NUMBA_NUM_THREADS: must be a whole number of threads from 1 to 4096"):
             configured_threads()
     else:
         assert configured_threads() == (threads or os.cpu_count())
+        assert ("NUMBA_NUM_THREADS" in os.environ) == (threads is not None)
