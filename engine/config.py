@@ -332,9 +332,12 @@ def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
 
     Changing ``players`` or ``units`` without a new ``start`` resets the start to equal stacks.
     Without a new ``name`` the game is named ``<name>-<6 hex digits of the overrides>``, the name
-    cut to 33 characters where it is longer.
+    cut to 33 characters where it is longer. A field given the value it already has is no override
+    (``--gamma 0.001`` on `quick`, whose gamma it is, named a second game `quick-ee204a`).
     """
-    clean = {k: v for k, v in overrides.items() if v is not None}
+    current = cfg.to_dict()
+    clean = {k: v for k, v in overrides.items()
+             if v is not None and not (k in current and _as_list(v) == _as_list(current[k]))}
     if not clean:
         return cfg
     values = {**cfg.to_dict(), **clean}
@@ -344,6 +347,11 @@ def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
     if ("players" in clean or "units" in clean) and "start" not in clean:
         values["start"] = None
     return make_config(**values)
+
+
+def _as_list(value: Any) -> Any:
+    """A field's value with tuples as lists (a config's payouts are a tuple, its dict's a list)."""
+    return [_as_list(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def position_names(players: int) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.config import ConfigError, GameConfig
+from engine.config import EXAMPLE_STACK_RANGE, PRIZE_POOL_RANGE, ConfigError, GameConfig
 from engine.cores import configured_threads
 
 EXIT_USAGE = 2
@@ -49,7 +49,6 @@ def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False
 
 def cmd_equity(args: argparse.Namespace) -> None:
     from engine import equity_models
-    from engine.config import EXAMPLE_STACK_RANGE
 
     limit = 9 if args.model == "roberts" else 20
     stacks = _positive_numbers("--stacks", args.stacks)
@@ -66,8 +65,9 @@ def cmd_equity(args: argparse.Namespace) -> None:
         raise UsageError(f"--payouts: pays {len(payouts)} places but there are only {len(stacks)} players")
     if sum(payouts) <= 0:
         raise UsageError(f"--payouts: must pay a positive prize pool (got {' '.join(args.payouts)})")
-    if not math.isfinite(sum(payouts)):
-        raise UsageError(f"--payouts: must have a finite sum (got {' '.join(args.payouts)})")
+    lo, hi = PRIZE_POOL_RANGE  # (as a game config's: 1e308 printed a 300-digit payoff, 1e-320 a denormal one)
+    if not lo <= sum(payouts) <= hi:
+        raise UsageError(f"--payouts: must sum to a prize pool from {lo:g} to {hi:g} $ (got {' '.join(args.payouts)})")
     P = equity_models.finishing_matrix(args.model, stacks)
     v = equity_models.payoffs(P, payouts)
     if args.json:
@@ -621,6 +621,14 @@ NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf$|infinity$|nan$)", re.IGNORECASE)
 """What a command line value that argparse must not read as an option starts with."""
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors (an unknown choice, a missing argument, a value that is not a
+    number) are one line, like the CLI's own (argparse prints its usage block first), exit code 2."""
+
+    def error(self, message: str):
+        _fail(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 class _Subcommands:
     """Adds subcommands whose one-line help (the `jamfold --help` listing) is also their own
     `jamfold COMMAND --help` description, so neither page is left without it."""
@@ -659,13 +667,18 @@ def _add_game_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jamfold", description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
+    p = _OneLineParser(prog="jamfold",
+                       description="Tournament equity lab: jam/fold endgames, showdown tables, equity models.")
     sub = _Subcommands(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
 
     e = sub.add_parser("equity", help="finishing matrix and payoffs of an equity model")
     e.add_argument("--model", required=True, choices=("harville", "weitzman", "roberts"), help="equity model")
-    e.add_argument("--stacks", required=True, nargs="+", metavar="CHIPS", help="stacks, any positive numbers")
-    e.add_argument("--payouts", required=True, nargs="+", metavar="USD", help="prizes for 1st, 2nd, … (non-increasing)")
+    e.add_argument("--stacks", required=True, nargs="+", metavar="CHIPS",
+                   help="2 to 20 stacks (roberts: 2 to 9), each from {:g} to {:g} chips: only their ratios "
+                        "matter".format(*EXAMPLE_STACK_RANGE))
+    e.add_argument("--payouts", required=True, nargs="+", metavar="USD",
+                   help="prizes for 1st, 2nd, … (non-increasing, ≥ 0, at most one a player, summing to "
+                        "{:g} … {:g} $)".format(*PRIZE_POOL_RANGE))
     e.add_argument("--json", action="store_true", help="print JSON (keys: model, stacks, payouts, finishing, payoffs)")
     e.set_defaults(func=cmd_equity)
 

@@ -33,6 +33,23 @@ def test_equity_json_matches_oracle(capsys):
     assert np.allclose(np.sum(data["finishing"], axis=1), 1) and np.allclose(np.sum(data["finishing"], axis=0), 1)
 
 
+@pytest.mark.parametrize("argv, says", [
+    (("equity", "--model", "foo", "--stacks", "1", "2", "--payouts", "1"), "jamfold equity: argument --model: invalid "
+                                                                          "choice: 'foo'"),
+    (("simulate", "--tournaments", "many"), "jamfold simulate: argument --tournaments: invalid int value: 'many'"),
+    (("state", "--profile", "quick"), "jamfold state: the following arguments are required: --stacks"),
+    ((), "jamfold: the following arguments are required: COMMAND"),
+    (("equity", "--model", "harville", "--stacks", "2", "3", "--payouts", "1e308"), "--payouts: must sum to a prize "
+                                                                                    "pool from 1e-06 to 1e+15 $"),
+])
+def test_argument_errors_are_one_line_naming_the_argument(capsys, argv, says):
+    """argparse's own errors (a bad choice, a value of the wrong type, a missing argument) print the
+    one line the CLI's errors do, not the usage block before it; exit status 2. `equity --payouts`
+    takes prize pools a game config takes (1e308 printed a 300-digit payoff)."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("jamfold: error: ") and says in err, err
+
+
 def test_equity_human_output(capsys):
     code, out, _ = run(capsys, "equity", "--model", "roberts", "--stacks", "1000", "2500.5", "--payouts", "65", "35")
     assert code == 0 and "roberts finishing matrix" in out and "payoff $" in out

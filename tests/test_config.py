@@ -113,6 +113,18 @@ def test_overrides_get_a_new_name_and_equal_start():
     assert with_overrides(profile("quick")) == profile("quick")
 
 
+def test_a_field_given_its_own_value_is_no_override():
+    """`--gamma 0.001` on `quick` (its own gamma), `--payouts 50 30 20` as floats or `--start` equal to
+    the start: the same game under the same name, not a second one (`quick-ee204a`); beside a real
+    override they leave its name as the real one alone gives."""
+    quick = profile("quick")
+    for same in ({"gamma": quick.gamma}, {"payouts": [50.0, 30.0, 20.0]}, {"start": list(quick.start)},
+                 {"players": 5, "units": 10, "fgs_depth": quick.fgs_depth}):
+        assert with_overrides(quick, **same) == quick, same
+    assert with_overrides(quick, gamma=0.002, payouts=(50, 30, 20)).name == with_overrides(quick, gamma=0.002).name
+    assert with_overrides(quick, gamma=0.002).name != "quick"
+
+
 def test_uneven_equal_start():
     assert make_config(players=3, units=10).start == (4, 3, 3)
 
