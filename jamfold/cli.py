@@ -399,9 +399,10 @@ def cmd_state(args: argparse.Namespace) -> None:
     with db.session(args.warehouse, read_only=True) as con:
         row = con.execute("SELECT state_id FROM states WHERE game = ? AND players = ? AND stacks = ?",
                           [cfg.name, n, stacks]).fetchone()
-        if row is None:
-            raise UsageError(f"--stacks: game '{cfg.name}' is not built in the warehouse (run ./lab build "
-                             f"{_game_flag(args)})")
+        if row is None:  # (the stacks are valid for the game: the game itself is missing, named by its flag)
+            how = _game_flag(args)
+            raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not built in the warehouse "
+                             f"(run ./lab build {how})")
         sid = row[0]
         eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
                                         "ORDER BY position", [cfg.name, n, sid]).fetchall()]

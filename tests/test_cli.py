@@ -79,7 +79,7 @@ def test_equity_human_output(capsys):
     (["rollout", "--samples", "5", "--seed", str(2**63)], "--seed: must be from 0 to 2^63"),
     (["equity", "--model", "weitzman", "--stacks", "1e308", "1e308", "--payouts", "1"], "--stacks: every stack must be from"),
     (["equity", "--model", "harville", "--stacks", "1e-320", "1", "--payouts", "1"], "--stacks: every stack must be from"),
-    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "1e308", "1e308"], "--payouts: must have a finite sum"),
+    (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "1e308", "1e308"], "--payouts: must sum to a prize pool from 1e-06"),
     (["build", "--profile", "quick", "--simulation-seed", str(10**13)], "simulation_seed: must be a whole number from 0"),
     (["build", "--profile", "quick", "--units", "200"], "units: a 5-player game of 200 units has 63,391,251"),
     (["build", "--config", "/dev/null"], "config: is not a regular file"),
@@ -340,6 +340,10 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     code, out, _ = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
                        "--warehouse", str(tiny_build["warehouse"]))
     assert code == 0 and "BU after nobody jammed" in out
+    # a game the warehouse does not hold is named by the flag that chose it (it blamed --stacks)
+    code, _, err = run(capsys, "state", "--profile", "gs08", "--stacks", "40", "5", "--warehouse",
+                       str(tiny_build["warehouse"]))
+    assert code == 2 and "--profile: game 'gs08' is not built in the warehouse (run ./lab build --profile gs08)" in err
 
 
 def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):
