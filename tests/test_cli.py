@@ -89,6 +89,8 @@ def test_equity_human_output(capsys):
     (["state", "--profile", "quick", "--stacks", "20"], "has states of 2 to 5 players"),
     (["state", "--profile", "gs08", "--stacks", "0", "45"], "every stack must be ≥ 1 unit"),
     (["state", "--profile", "gs08", "--stacks", "1", "41", "3", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
+    (["state", "--profile", "gs08", "--stacks", "1", "41", "3", "--warehouse", ""], "warehouse: is empty"),
+    (["site", "--profile", "gs08", "--warehouse", " "], "warehouse: is empty"),
     (["build", "--profile", "quick", "--payouts", "10", "20"], "payouts: must be non-increasing"),
     (["build", "--profile", "quick", "--start", "1", "2"], "start: must list one stack per player"),
     (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
