@@ -48,7 +48,8 @@ def warehouse_path() -> Path:
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating schema when writable), retrying a held lock for ``wait_s`` seconds."""
     if path is not None and not str(path).strip():  # (Path("") is ".", which read as "is a folder")
-        raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or JAMFOLD_WAREHOUSE)")
+        raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
+                                "JAMFOLD_WAREHOUSE)")
     path = Path(path) if path is not None else warehouse_path()
     if path.is_dir():
         raise WarehouseUnusable(f"warehouse: {path} is a folder; give the path of a DuckDB file "
