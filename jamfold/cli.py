@@ -37,8 +37,8 @@ def _fail(message: str) -> None:
 def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False) -> list[float]:
     out = []
     for v in values:
-        try:
-            x = float(v)
+        try:  # (ASCII only: Python also reads '٣' and '1_000' as numbers)
+            x = float(v) + 0.0 if v.isascii() and "_" not in v else float("")  # (+ 0.0: no '-0' in the output)
         except ValueError:
             raise UsageError(f"{name}: {v!r} is not a number") from None
         if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
@@ -482,8 +482,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         if args.model is None:
             raise UsageError("--hero: needs --model (the hero is the player on the model's strategies)")
         if args.hero not in positions:
-            raise UsageError(f"--hero: a position of the {n}-player start, one of {', '.join(positions)} "
-                             f"(got {args.hero!r})")
+            where = f"the state {' '.join(map(str, stacks))}" if args.stacks else f"the {n}-player start"
+            raise UsageError(f"--hero: a position of {where}, one of {', '.join(positions)} (got {args.hero!r})")
     from tqdm import tqdm
 
     from assets.ex_post import read_strategies
@@ -600,10 +600,9 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
 def _whole_stacks(values: list[str], cfg) -> list[int]:
     out = []
     for v in values:
-        try:
-            x = int(v)
-        except ValueError:
-            raise UsageError(f"--stacks: {v!r} is not a whole number of units") from None
+        if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", v):  # (ASCII digits: int() also reads '٣' and '1_0')
+            raise UsageError(f"--stacks: {v!r} is not a whole number of units")
+        x = int(v)
         if x < 1:
             raise UsageError(f"--stacks: every stack must be ≥ 1 unit (got {v})")
         out.append(x)
