@@ -332,13 +332,13 @@ def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
 
     Changing ``players`` or ``units`` without a new ``start`` resets the start to equal stacks.
     Without a new ``name`` the game is named ``<name>-<6 hex digits of the overrides>``, the name
-    cut to 33 characters where it is longer. A field given the value it already has is no override
-    (``--gamma 0.001`` on `quick`, whose gamma it is, named a second game `quick-ee204a`).
+    cut to 33 characters where it is longer. Overrides that all give their fields the values they
+    have change nothing (``--gamma 0.001`` on `quick`, whose gamma it is, named a second game
+    `quick-ee204a`); beside a real one they are kept (validated with it, and named as before).
     """
+    clean = {k: v for k, v in overrides.items() if v is not None}
     current = cfg.to_dict()
-    clean = {k: v for k, v in overrides.items()
-             if v is not None and not (k in current and _as_list(v) == _as_list(current[k]))}
-    if not clean:
+    if all(k in current and _as_list(v) == _as_list(current[k]) for k, v in clean.items()):
         return cfg
     values = {**cfg.to_dict(), **clean}
     if "name" not in clean:  # (the name cut short to make room for the digest, so that it stays valid)

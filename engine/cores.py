@@ -9,6 +9,7 @@ read and stops with a traceback at 0, so the CLI and ``./lab dagster`` check it 
 from __future__ import annotations
 
 import os
+import re
 
 from engine.config import ConfigError
 
@@ -27,7 +28,7 @@ def configured_threads() -> int:
     if not raw:
         os.environ.pop(THREADS_VARIABLE, None)
         return os.cpu_count() or 1
-    threads = int(raw) if raw.isascii() and raw.isdigit() else 0
+    threads = int(raw) if re.fullmatch(r"\+?[0-9]{1,9}", raw) else 0  # (ASCII digits; int() takes '٢', '1_0')
     if not 1 <= threads <= MAX_THREADS:
         raise ConfigError(THREADS_VARIABLE, f"must be a whole number of threads from 1 to {MAX_THREADS} (or unset: "
                                             "every core)", raw)

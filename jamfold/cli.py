@@ -194,7 +194,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     from sitegen.build import build_site
     from warehouse import db
 
-    path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
+    path = Path(args.warehouse) if args.warehouse else db.warehouse_path(args.warehouse)
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())  # (before the warehouse is read)
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
@@ -494,7 +494,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from engine.states import enumerate_states
     from warehouse import db
 
-    path = Path(args.warehouse) if args.warehouse is not None else db.warehouse_path()
+    path = Path(args.warehouse) if args.warehouse else db.warehouse_path(args.warehouse)
     sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
@@ -600,8 +600,9 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
 def _whole_stacks(values: list[str], cfg) -> list[int]:
     out = []
     for v in values:
-        if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", v):  # (ASCII digits: int() also reads '٣' and '1_0')
-            raise UsageError(f"--stacks: {v!r} is not a whole number of units")
+        if not re.fullmatch(r"[ \t]*[+-]?[0-9]{1,12}[ \t]*", v):  # (ASCII: int() also reads '٣' and '1_0')
+            shown = v if len(v) <= 20 else f"{v[:12]}… ({len(v)} characters)"
+            raise UsageError(f"--stacks: {shown!r} is not a whole number of units (at most 12 digits)")
         x = int(v)
         if x < 1:
             raise UsageError(f"--stacks: every stack must be ≥ 1 unit (got {v})")

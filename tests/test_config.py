@@ -113,16 +113,18 @@ def test_overrides_get_a_new_name_and_equal_start():
     assert with_overrides(profile("quick")) == profile("quick")
 
 
-def test_a_field_given_its_own_value_is_no_override():
+def test_fields_given_their_own_values_are_no_override():
     """`--gamma 0.001` on `quick` (its own gamma), `--payouts 50 30 20` as floats or `--start` equal to
-    the start: the same game under the same name, not a second one (`quick-ee204a`); beside a real
-    override they leave its name as the real one alone gives."""
+    the start: the same game under the same name, not a second one (`quick-ee204a`). Beside a real
+    override they stay overrides, validated with it: the old start with new units is refused, not
+    dropped for equal stacks."""
     quick = profile("quick")
     for same in ({"gamma": quick.gamma}, {"payouts": [50.0, 30.0, 20.0]}, {"start": list(quick.start)},
                  {"players": 5, "units": 10, "fgs_depth": quick.fgs_depth}):
         assert with_overrides(quick, **same) == quick, same
-    assert with_overrides(quick, gamma=0.002, payouts=(50, 30, 20)).name == with_overrides(quick, gamma=0.002).name
     assert with_overrides(quick, gamma=0.002).name != "quick"
+    with pytest.raises(ConfigError, match="^start: "):
+        with_overrides(quick, units=12, start=list(quick.start))
 
 
 def test_uneven_equal_start():
@@ -236,7 +238,8 @@ def test_prize_pools_out_of_float64s_reach_and_targets_above_the_pool_are_refuse
 
 @pytest.mark.parametrize("value,threads", [("3", 3), (" 1 ", 1), ("4096", 4096), ("", None), ("  ", None),
                                            ("abc", "error"), ("0", "error"), ("-2", "error"), ("1.5", "error"),
-                                           ("4097", "error"), ("99999999999999999999", "error"), ("٢", "error")])
+                                           ("4097", "error"), ("99999999999999999999", "error"), ("٢", "error"),
+                                           ("+3", 3), ("9" * 5000, "error"), ("1_0", "error")])
 def test_numba_num_threads_is_read_or_refused_by_name(monkeypatch, value, threads):
     """A whole number from 1 to 4096, or blank (then removed: numba would print a traceback for it)."""
     import os

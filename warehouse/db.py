@@ -40,17 +40,20 @@ class WarehouseUnusable(ValueError):
     without the lab's tables: a bad ``--warehouse`` or ``JAMFOLD_WAREHOUSE``, not a passing state."""
 
 
-def warehouse_path() -> Path:
-    """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo."""
+def warehouse_path(given: str | None = None) -> Path:
+    """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo; ``given``, a
+    blank ``--warehouse``, is refused (``Path("")`` is the current folder)."""
+    if given is not None and not given.strip():
+        raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
+                                "JAMFOLD_WAREHOUSE)")
     return Path(os.environ.get("JAMFOLD_WAREHOUSE") or DEFAULT_PATH)  # (empty: unset)
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating schema when writable), retrying a held lock for ``wait_s`` seconds."""
-    if path is not None and not str(path).strip():  # (Path("") is ".", which read as "is a folder")
-        raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
-                                "JAMFOLD_WAREHOUSE)")
-    path = Path(path) if path is not None else warehouse_path()
+    if path is None or not str(path).strip():  # (a blank one is refused: Path("") is the current folder)
+        path = warehouse_path(None if path is None else str(path))
+    path = Path(path)
     if path.is_dir():
         raise WarehouseUnusable(f"warehouse: {path} is a folder; give the path of a DuckDB file "
                                 f"(--warehouse or JAMFOLD_WAREHOUSE)")
