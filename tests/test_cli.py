@@ -401,7 +401,10 @@ def test_a_state_without_a_decision_says_why_and_output_cut_short_is_no_tracebac
 
 def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build):
     """`jamfold simulate` on the tiny build: everybody on the equilibrium agrees with the solved
-    values within 4 standard errors; a model's hero at one seat gets one row; the speed is reported."""
+    values within 4 standard errors; a model's hero at one seat gets one row, and from the start it
+    agrees with the `simulations` asset's; the speed is reported."""
+    import duckdb
+
     base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
     code, out, err = run(capsys, *base, "--tournaments", "40000", "--json")
     assert code == 0, err
@@ -419,6 +422,17 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert data["model"] == "harville" and data["stacks"] == [3, 2, 1] and len(data["rows"]) == 1
     row = data["rows"][0]
     assert row["position"] == "SB" and abs(row["mean_payoff"] - row["solved_value"]) < 10 * row["standard_error"] + 1
+    # from the start, the hero's mean agrees with the `simulations` asset's row for the same model and
+    # seat, played by the other code path on other seeds (within 4 standard errors of the difference)
+    code, out, err = run(capsys, *base, "--tournaments", "20000", "--model", "harville", "--hero", "SB", "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        asset_mean, asset_se, asset_seed = con.execute(
+            "SELECT mean_payoff, standard_error, seed FROM simulation WHERE game = 'tiny' AND model = 'harville' "
+            "AND hero_seat = 'SB'").fetchone()
+    assert asset_seed != row["seed"]  # (independent streams)
+    assert abs(row["mean_payoff"] - asset_mean) < 4 * np.hypot(row["standard_error"], asset_se)
     code, out, _ = run(capsys, *base, "--tournaments", "5000", "--model", "harville")
     assert code == 0 and "one player on harville's strategies" in out and "tournaments a second" in out
     assert all(f"\n{pos:>4} " in out for pos in ("BU", "SB", "BB"))
