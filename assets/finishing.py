@@ -123,7 +123,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                                 [cfg.name, n]).fetchone()
             lower = lower_layers(con, cfg, n, "finishing", "probability", "finishing", "finishing probabilities",
                                  places=cfg.players)
-            require_strategies(con, cfg, f"finishing_{n}p", layers=[n])
+            require_strategies(con, cfg, name, layers=[n])
         unit = done.load(finishing_unit(n))
         found = None
         if unit is not None:  # finished by an earlier run for this equilibrium (maybe for a game of another name)

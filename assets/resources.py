@@ -61,16 +61,6 @@ def column_schema(table: str) -> dg.TableSchema:
     return dg.TableSchema(columns=[dg.TableColumn(c.name, c.type, c.description) for c in TABLES[table].columns])
 
 
-def table_rows(con: duckdb.DuckDBPyConnection, table: str, **where: object) -> dict[str, int]:
-    """``{"dagster/row_count": n}``: the rows of the warehouse ``table`` that a materialization stands
-    for (those of its game, layer or profile: ``where``, column = value), under the key the Dagster
-    UI's catalog shows as the asset's row count (the per-table counts stay beside it)."""
-    clause = " AND ".join(f"{column} = ?" for column in where)
-    n, = con.execute(f"SELECT count(*) FROM {table}" + (f" WHERE {clause}" if where else ""),
-                     list(where.values())).fetchone()
-    return {"dagster/row_count": int(n)}
-
-
 def blocking_checks(asset: str, checks: dict[str, str]) -> list[dg.AssetCheckSpec]:
     """Blocking check specs of ``asset`` from {check name: what it checks, with its tolerance}; the
     Dagster UI shows the description beside each result."""

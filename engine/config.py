@@ -340,7 +340,7 @@ def with_overrides(cfg: GameConfig, **overrides: Any) -> GameConfig:
     current = cfg.to_dict()
     if all(k in current and _as_list(v) == _as_list(current[k]) for k, v in clean.items()):
         return cfg
-    values = {**cfg.to_dict(), **clean}
+    values = {**current, **clean}
     if "name" not in clean:  # (the name cut short to make room for the digest, so that it stays valid)
         digest = hashlib.sha1(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()[:6]
         values["name"] = f"{cfg.name[:NAME_LENGTH - len(digest) - 1]}-{digest}"

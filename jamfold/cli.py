@@ -37,8 +37,10 @@ def _fail(message: str) -> None:
 def _positive_numbers(name: str, values: Sequence[str], allow_zero: bool = False) -> list[float]:
     out = []
     for v in values:
-        try:  # (ASCII only: Python also reads '٣' and '1_000' as numbers)
-            x = float(v) + 0.0 if v.isascii() and "_" not in v else float("")  # (+ 0.0: no '-0' in the output)
+        if not v.isascii() or "_" in v:  # (Python's float() also reads '٣' and '1_000')
+            raise UsageError(f"{name}: {v!r} is not a number")
+        try:
+            x = float(v) + 0.0  # (+ 0.0: no '-0' in the output)
         except ValueError:
             raise UsageError(f"{name}: {v!r} is not a number") from None
         if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
@@ -163,7 +165,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         with db.session(args.warehouse) as con:
             (write_pair_table if kind == "pairs" else write_triple_table)(con, rollout_id, table)
         print(f"{kind}: {len(table.a):,} rows, mode {table.mode}, precision {table.precision:.2e}, "
-              f"{table.wall_s:.1f} s → {db.warehouse_path() if args.warehouse is None else args.warehouse} (rollout '{rollout_id}')")
+              f"{table.wall_s:.1f} s → {db.warehouse_path(args.warehouse)} (rollout '{rollout_id}')")
 
 
 def _game_config(args: argparse.Namespace):
@@ -194,7 +196,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     from sitegen.build import build_site
     from warehouse import db
 
-    path = Path(args.warehouse) if args.warehouse else db.warehouse_path(args.warehouse)
+    path = db.warehouse_path(args.warehouse)
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())  # (before the warehouse is read)
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
@@ -280,8 +282,7 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
     if args.config is not None or _has_overrides(args):
         cfg_file = str(_write_config(cfg, repo))
     resources = {"game": GameResource(profile=args.profile, config_file=cfg_file),
-                 "warehouse": WarehouseResource(path=str(db.warehouse_path() if args.warehouse is None
-                                                         else args.warehouse))}
+                 "warehouse": WarehouseResource(path=str(db.warehouse_path(args.warehouse)))}
     print(f"building game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts {list(cfg.payouts)}", file=sys.stderr)
     t0 = time.perf_counter()
     sweeps = [model_strategies, fgs_strategies, ex_post_models]
@@ -494,7 +495,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from engine.states import enumerate_states
     from warehouse import db
 
-    path = Path(args.warehouse) if args.warehouse else db.warehouse_path(args.warehouse)
+    path = db.warehouse_path(args.warehouse)
     sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:

@@ -40,20 +40,21 @@ class WarehouseUnusable(ValueError):
     without the lab's tables: a bad ``--warehouse`` or ``JAMFOLD_WAREHOUSE``, not a passing state."""
 
 
-def warehouse_path(given: str | None = None) -> Path:
-    """The warehouse file: $JAMFOLD_WAREHOUSE or warehouse/lab.duckdb in the repo; ``given``, a
-    blank ``--warehouse``, is refused (``Path("")`` is the current folder)."""
-    if given is not None and not given.strip():
-        raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
-                                "JAMFOLD_WAREHOUSE)")
+def warehouse_path(given: str | Path | None = None) -> Path:
+    """The warehouse file: ``given`` (a ``--warehouse``), else $JAMFOLD_WAREHOUSE or
+    warehouse/lab.duckdb in the repo. A blank ``given`` is refused: ``Path("")`` is the current
+    folder, which read as "is a folder"."""
+    if given is not None:
+        if not str(given).strip():
+            raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
+                                    "JAMFOLD_WAREHOUSE)")
+        return Path(given)
     return Path(os.environ.get("JAMFOLD_WAREHOUSE") or DEFAULT_PATH)  # (empty: unset)
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
     """Open the warehouse (creating schema when writable), retrying a held lock for ``wait_s`` seconds."""
-    if path is None or not str(path).strip():  # (a blank one is refused: Path("") is the current folder)
-        path = warehouse_path(None if path is None else str(path))
-    path = Path(path)
+    path = warehouse_path(path)
     if path.is_dir():
         raise WarehouseUnusable(f"warehouse: {path} is a folder; give the path of a DuckDB file "
                                 f"(--warehouse or JAMFOLD_WAREHOUSE)")
