@@ -46,11 +46,11 @@ def tiny_build(tmp_path_factory):
     return {"result": result, "warehouse": warehouse, "site": root / "build" / "site", "config": config, "root": root}
 
 
-@pytest.fixture(scope="session")
-def tiny_tensors():
+def sampled_solver_tensors():
     """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights).
 
     Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
+    (A plain function too, for tests that run their body in a fresh process.)
     """
     from engine.hand_pass import SolverTensors
     from engine.rollout import build_pair_table, build_triple_table
@@ -59,3 +59,9 @@ def tiny_tensors():
     pairs = build_pair_table("sampled", samples=64, seed=5)
     triples = build_triple_table("sampled", samples=8, seed=5)
     return SolverTensors(showdown_tensors(pairs, triples))
+
+
+@pytest.fixture(scope="session")
+def tiny_tensors():
+    """See :func:`sampled_solver_tensors`: built once per test process."""
+    return sampled_solver_tensors()
