@@ -154,14 +154,16 @@ def test_constants_fill_columns(tmp_path):
 
 @contextmanager
 def _held_by_another_process(path, seconds: float):
-    """Another process holds the warehouse file open for ``seconds`` from the moment this enters."""
+    """Another process holds the warehouse file open for ``seconds`` from the moment this enters;
+    yields the time (``time.time()``) at which it had the file and began to hold it."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import duckdb, time
-        con = duckdb.connect({str(path)!r}); print("ready", flush=True); time.sleep({seconds})""")],
+        con = duckdb.connect({str(path)!r}); print("ready", repr(time.time()), flush=True); time.sleep({seconds})""")],
         stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline().strip() == "ready"
-        yield
+        word, since = holder.stdout.readline().split()
+        assert word == "ready"
+        yield float(since)
     finally:
         holder.kill()
         holder.wait()
@@ -187,12 +189,11 @@ def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_pa
     path = tmp_path / "w.duckdb"
     db.connect(path).close()
     monkeypatch.setattr(resources, "ASSET_LOCK_WAIT_S", 10.0)
-    with _held_by_another_process(path, 2.5):
-        t0 = time.monotonic()
+    with _held_by_another_process(path, 2.5) as since:
         with pytest.raises(db.WarehouseBusy):
             db.connect(path, wait_s=0.5)
         resources.WarehouseResource(path=str(path)).connect().close()
-        assert time.monotonic() - t0 >= 1.5
+        assert time.time() - since >= 2.5  # (the holder's clock: this process may have seen "ready" late)
 
 
 def test_read_only_missing_file(tmp_path):
