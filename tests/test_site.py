@@ -256,10 +256,16 @@ def _chromium():
 
 
 def _rendered_dom(url: str, *flags: str) -> str:
-    cmd = [_chromium(), *flags, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-           "--disable-quic", "--allow-file-access-from-files", "--virtual-time-budget=30000", "--dump-dom", url]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    """The page's DOM after its scripts ran, from a headless Chromium with a profile folder of its
+    own (two test workers may run one each at the same time)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        cmd = [_chromium(), *flags, f"--user-data-dir={profile}", "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", "--disable-quic", "--allow-file-access-from-files",
+               "--virtual-time-budget=30000", "--dump-dom", url]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
 
 
 @pytest.mark.browser
