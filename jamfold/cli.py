@@ -279,7 +279,7 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
     from warehouse import db
 
     cfg_file = ""
-    if args.config is not None or _has_overrides(args):
+    if _needs_config_file(args, cfg):
         cfg_file = str(_write_config(cfg, repo))
     resources = {"game": GameResource(profile=args.profile, config_file=cfg_file),
                  "warehouse": WarehouseResource(path=str(db.warehouse_path(args.warehouse)))}
@@ -324,8 +324,10 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
         print(f"its config: {cfg_file}")
 
 
-def _has_overrides(args: argparse.Namespace) -> bool:
-    return any(getattr(args, k, None) is not None for k in _OVERRIDES)
+def _needs_config_file(args: argparse.Namespace, cfg: GameConfig) -> bool:
+    """Whether the build's game is not a profile as it stands: a --config file's, or a profile the
+    flags changed (flags that give fields the values they have leave the profile as it is)."""
+    return args.config is not None or cfg.to_dict() != _game_config(args).to_dict()
 
 
 _OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "simulation_tournaments",

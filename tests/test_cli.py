@@ -1034,3 +1034,24 @@ def test_a_sigint_held_through_a_compile_says_so_and_a_second_one_is_raised_at_o
         assert calls == [signal.SIGINT]
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_build_writes_a_config_file_only_for_a_game_that_is_not_a_profile_as_it_stands(tmp_path):
+    """`jamfold build` writes the game's fields under DAGSTER_HOME/configs for a --config file's game
+    and a profile its flags changed; `--gamma 0.001` on `quick`, whose gamma it is, builds `quick`
+    itself and had still written `configs/quick.toml`, a copy of the profile."""
+    from jamfold.cli import _config_from_args, _needs_config_file, build_parser
+
+    def needs(*argv: str) -> bool:
+        args = build_parser().parse_args(["build", *argv])
+        return _needs_config_file(args, _config_from_args(args))
+
+    assert not needs("--profile", "quick")
+    assert not needs("--profile", "quick", "--gamma", "0.001", "--players", "5")
+    assert needs("--profile", "quick", "--gamma", "0.002")
+    assert needs("--profile", "quick", "--gamma", "0.001", "--units", "21")
+    from conftest import TINY_TOML
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TOML)
+    assert needs("--config", str(config))
