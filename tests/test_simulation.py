@@ -536,6 +536,11 @@ def test_profile_against_itself_breaks_even(game, eq, sampler):
     seatings = direct_match(game, eq, eq, (1, 2, 3), 100_000, seed=4, tensors=sampler)
     summary = match_summary(seatings)
     assert abs(summary["roi_a"]) < 3 * summary["roi_a_se"] and abs(summary["roi_b"]) < 3 * summary["roi_b_se"]
+    # every seat alike: the sides' means are opposites (each seating's are, weighted by its seats)
+    assert all(s.result.unfinished == 0 for s in seatings)
+    assert summary["roi_a"] == pytest.approx(-summary["roi_b"], abs=1e-9)
+    k = np.array([len(s.a_seats) for s in seatings])
+    assert summary["roi_a"] == pytest.approx(np.array([s.roi_a for s in seatings]) @ k / k.sum(), rel=1e-12)
     # a seating's ROI is the mean positional ROI of its seats in plain self-play
     ref = simulate(game, [eq], [0, 0, 0], (1, 2, 3), 400_000, seed=5, tensors=sampler)
     assert np.abs(ref.roi).max() > 10 * ref.roi_se.max()  # positions differ a lot at (1, 2, 3)

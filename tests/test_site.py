@@ -630,13 +630,18 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     np.testing.assert_allclose(view[:2], [np.mean(roi), np.sqrt(np.sum(np.square(se))) / len(se)], rtol=1e-12)
     np.testing.assert_allclose(view[2], np.mean(fin, axis=0), rtol=1e-12)
     assert view[3] == len(roi) == 3
-    a, a_se, b_se = con.execute("""SELECT list(roi_a_pct), list(roi_a_se_pct), list(roi_b_se_pct) FROM direct_matches
-                                   WHERE game = 'tiny' AND model_a = 'FGS-1'""").fetchone()
-    view = con.execute("""SELECT mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_se_pct, seatings FROM direct_match_summary
-                          WHERE game = 'tiny' AND model_a = 'FGS-1' AND model_b = 'harville'""").fetchone()
-    np.testing.assert_allclose(view[:3], [np.mean(a), np.sqrt(np.sum(np.square(a_se))) / 6,
-                                          np.sqrt(np.sum(np.square(b_se))) / 6], rtol=1e-12)
-    assert view[3] == 2 ** 3 - 2
+    a, a_se, b, b_se, k = (np.array(x) for x in con.execute(
+        """SELECT list(roi_a_pct), list(roi_a_se_pct), list(roi_b_pct), list(roi_b_se_pct), list(a_players)
+           FROM direct_matches WHERE game = 'tiny' AND model_a = 'FGS-1'""").fetchone())
+    view = con.execute("""SELECT mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_pct, mean_roi_b_se_pct, seatings
+                          FROM direct_match_summary WHERE game = 'tiny' AND model_a = 'FGS-1' AND model_b = 'harville'
+                       """).fetchone()
+    # every seat alike: a seating with k A players counts k times for A and 3 − k for B
+    np.testing.assert_allclose(view[:4], [a @ k / k.sum(), np.hypot.reduce(a_se * k) / k.sum(),
+                                          b @ (3 - k) / (3 - k).sum(), np.hypot.reduce(b_se * (3 - k)) / (3 - k).sum()],
+                               rtol=1e-12)
+    assert view[4] == 2 ** 3 - 2 and sorted(k) == [1, 1, 1, 2, 2, 2]
+    assert view[0] == pytest.approx(-view[2], abs=1e-9)  # the sides' ROIs are opposites
     assert f"{view[0]:.4f}" in html
     assert "<code>./lab jamfold simulate</code>" in html  # where to play more of them
 

@@ -376,17 +376,24 @@ _add(Table(
     "`direct_matches` per game and pair of models, over the seatings: the table of the Simulation page.",
     (GAME, _c("model_a", "VARCHAR", "strategies of side A"), _c("model_b", "VARCHAR", "strategies of side B"),
      _c("seatings", "BIGINT", "seatings played (2^players − 2)"),
-     _c("mean_roi_a_pct", "DOUBLE", "roi_a_pct averaged over the seatings, %"),
-     _c("mean_roi_a_se_pct", "DOUBLE", "its standard error, %: sqrt(Σ roi_a_se_pct²) / seatings (independent runs)"),
-     _c("mean_roi_b_pct", "DOUBLE", "roi_b_pct averaged over the seatings, %"),
+     _c("mean_roi_a_pct", "DOUBLE", "ROI of an A player over all seatings, every seat alike: Σ a_players·roi_a_pct "
+        "/ Σ a_players, %; the opposite of mean_roi_b_pct when every tournament finishes"),
+     _c("mean_roi_a_se_pct", "DOUBLE", "its standard error, %: sqrt(Σ (a_players·roi_a_se_pct)²) / Σ a_players "
+        "(independent runs)"),
+     _c("mean_roi_b_pct", "DOUBLE", "ROI of a B player over all seatings, every seat alike (weights players − "
+        "a_players), %"),
      _c("mean_roi_b_se_pct", "DOUBLE", "its standard error, %"),
      _c("tournaments", "BIGINT", "tournaments played, all seatings")),
     key=(), kind="view",
     view_sql="""
-      SELECT game, model_a, model_b, count(*) AS seatings, avg(roi_a_pct) AS mean_roi_a_pct,
-             sqrt(sum(roi_a_se_pct ^ 2)) / count(*) AS mean_roi_a_se_pct, avg(roi_b_pct) AS mean_roi_b_pct,
-             sqrt(sum(roi_b_se_pct ^ 2)) / count(*) AS mean_roi_b_se_pct, sum(tournaments)::BIGINT AS tournaments
-      FROM direct_matches GROUP BY game, model_a, model_b"""))
+      SELECT game, model_a, model_b, count(*) AS seatings,
+             sum(a_players * roi_a_pct) / sum(a_players) AS mean_roi_a_pct,
+             sqrt(sum((a_players * roi_a_se_pct) ^ 2)) / sum(a_players) AS mean_roi_a_se_pct,
+             sum(b_players * roi_b_pct) / sum(b_players) AS mean_roi_b_pct,
+             sqrt(sum((b_players * roi_b_se_pct) ^ 2)) / sum(b_players) AS mean_roi_b_se_pct,
+             sum(tournaments)::BIGINT AS tournaments
+      FROM (SELECT m.*, g.players - m.a_players AS b_players FROM direct_matches m JOIN games g USING (game))
+      GROUP BY game, model_a, model_b"""))
 
 
 _add(Table(

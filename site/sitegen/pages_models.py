@@ -338,8 +338,10 @@ FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
     matches_block = (f"""## Direct matches against Harville
 
 Each model (side A) against Harville (ICM, side B) over all {2 ** cfg['players'] - 2} seatings of the
-start state, {per_seating} tournaments a seating; mean ROI of a player on each side, averaged over
-the seatings, ± one standard error (the sides' ROIs weighted by their seat counts sum to zero in every seating).
+start state, {per_seating} tournaments a seating; mean ROI of a player on each side over all the
+seatings, every seat alike (a seating with k players on A counts k times for A), ± one standard error.
+The sides' ROIs are opposites: in every seating they sum to zero weighted by their seat counts, and
+over all seatings the two sides hold equally many seats.
 
 {site_table(matches, decimals=4)}
 """ if not matches.empty else "")
