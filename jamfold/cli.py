@@ -704,7 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
     g2 = st.add_mutually_exclusive_group()
     g2.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
     g2.add_argument("--config", help="TOML game config file")
-    st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS", help="stacks in acting order, e.g. 1 41 3")
+    st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS",
+                    help="stacks in acting order, summing to the game's units: e.g. 4 3 3 (quick), "
+                         "1 41 3 (--profile gs08)")
     st.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     st.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "

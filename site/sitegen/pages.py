@@ -190,8 +190,9 @@ JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets
 ```
 
 `./lab build` alone builds the default game `quick`, and `--profile gs08` or `--profile thesis`
-the lab's other named games. The warehouse is `warehouse/lab.duckdb`; open it with
-`duckdb -readonly warehouse/lab.duckdb` or `duckdb.connect(..., read_only=True)`.
+the lab's other named games. The warehouse is `warehouse/lab.duckdb`; open it from the lab's
+Python (`.venv/bin/python`) with `duckdb.connect(..., read_only=True)`, or with DuckDB's own
+shell, `duckdb -readonly warehouse/lab.duckdb`, if you installed it.
 
 ## Query it
 
@@ -376,16 +377,19 @@ def warehouse_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     parts = ["""# Warehouse
 
 All results live in one DuckDB file, `warehouse/lab.duckdb` (override with `JAMFOLD_WAREHOUSE`).
-Open it read-only while nothing is building:
-
-```bash
-duckdb -readonly warehouse/lab.duckdb
-```
+Open it read-only while nothing is building, from the lab's Python (`.venv/bin/python`, which has
+the `duckdb` package):
 
 ```python
 import duckdb
 con = duckdb.connect("warehouse/lab.duckdb", read_only=True)
 con.sql("SELECT * FROM games").show()
+```
+
+or with DuckDB's own shell, if you installed it (it is not part of the lab's environment):
+
+```bash
+duckdb -readonly warehouse/lab.duckdb
 ```
 
 Tables keyed by `game` hold one game config each (see `games`); the showdown tables are keyed by
