@@ -156,6 +156,26 @@ def test_models_page_says_which_layers_its_statistics_cover_while_the_game_is_so
     assert "MAPD % (3 players)" not in page and "MAPD % (2 players)" in page
 
 
+def test_models_page_shows_mapd_per_player_count_plain_and_position_averaged(tiny_build):
+    """SPEC §7.3: the deviation statistics once as is and once position-averaged, each also by
+    player count; the page showed only the plain ones by player count."""
+    import duckdb
+
+    from sitegen.pages_models import deviation_page
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        page = deviation_page(con, "tiny")
+        rows = con.execute("""SELECT averaging, players, mapd_pct FROM deviation_summary
+                              WHERE game = 'tiny' AND model = 'FGS-1' AND players IS NOT NULL""").fetchall()
+    plain, averaged = page.split("**MAPD per player count**")[1].split("**MAPD per player count, position-averaged**")
+    averaged = averaged.split("## By stack size")[0]
+    for how, players, mapd in rows:
+        table = plain if how == "plain" else averaged
+        row = next(line for line in table.splitlines() if line.startswith("| FGS-1 |"))
+        assert f"{mapd:.4f}" in row.split("|")[players], (how, players, row)
+    assert {r[0] for r in rows} == {"plain", "position-averaged"} and len(rows) == 4
+
+
 def test_warehouse_page_lists_every_table(tiny_build):
     from warehouse.schema import TABLES
 

@@ -90,6 +90,14 @@ successor states valued by the model (table `model_sweeps`).
 {site_table(sweeps, decimals=6)}"""
 
 
+def _mapd_by_players(rows: pd.DataFrame) -> pd.DataFrame:
+    """MAPD (%) of each model (rows, in report order) for each player count (columns)."""
+    wide = rows.pivot_table(index="model", columns="players", values="mapd_pct")
+    wide = wide.loc[model_order(list(wide.index))]
+    wide.columns = [f"MAPD % ({c} players)" for c in wide.columns]
+    return wide.reset_index()
+
+
 def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     plain = _summary(con, game, "plain")
@@ -97,13 +105,10 @@ def deviation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         return ("# Models vs equilibrium\n\nNo model has been compared with the equilibrium yet (assets "
                 "`model_strategies`, `fgs_strategies`, `deviation_statistics`).\n")
     averaged = _summary(con, game, "position-averaged")
-    per_layer_sql = f"""SELECT players, model, mapd_pct, mad, min_relative_pct, max_relative_pct
-FROM deviation_summary WHERE game = '{game}' AND averaging = 'plain' AND players IS NOT NULL
-ORDER BY players, model"""
+    per_layer_sql = f"""SELECT averaging, model, players, mapd_pct, mad, min_relative_pct, max_relative_pct
+FROM deviation_summary WHERE game = '{game}' AND players IS NOT NULL ORDER BY averaging, {report_order()}, players"""
     per_layer = con.execute(per_layer_sql).df()
-    wide = per_layer.pivot_table(index="model", columns="players", values="mapd_pct")
-    wide = wide.loc[model_order(list(wide.index))]
-    wide.columns = [f"MAPD % ({c} players)" for c in wide.columns]
+    wide = {how: _mapd_by_players(per_layer[per_layer["averaging"] == how]) for how in ("plain", "position-averaged")}
     by_stack_sql = f"""SELECT players, stack, model, mean_deviation, mean_abs_deviation
 FROM deviation_by_stack WHERE game = '{game}' ORDER BY players, model, stack"""
     by_stack = con.execute(by_stack_sql).df().rename(columns={"model": "series"})
@@ -152,7 +157,11 @@ blinds, with its own average instead of counting its seat-by-seat values as erro
 
 **MAPD per player count**
 
-{site_table(wide.reset_index(), decimals=4)}
+{site_table(wide["plain"], decimals=4)}
+
+**MAPD per player count, position-averaged**
+
+{site_table(wide["position-averaged"], decimals=4)}
 
 ## By stack size
 
