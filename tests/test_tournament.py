@@ -10,6 +10,17 @@ from engine.layers import icm_values
 from engine.tournament import solve_layer, solve_tournament
 
 
+def _scripted_clock(values):
+    """A stand-in for ``time.perf_counter`` (patched on the shared ``time`` module) that gives this
+    thread ``values`` in turn; any other thread (one an earlier test left running) reads the real
+    clock instead of taking the script's values."""
+    import threading
+    import time
+
+    real, caller, script = time.perf_counter, threading.get_ident(), iter(values)
+    return lambda: next(script) if threading.get_ident() == caller else real()
+
+
 def _add_kept_seconds(blocks, seconds: float) -> None:
     """Rewrite checkpoint blocks as if their earlier run had worked ``seconds`` longer: a resumed
     run's times must then count them, whatever the machine's speed (a wall-clock race on a slow CI
@@ -430,8 +441,8 @@ def test_a_resumed_outer_iteration_reports_its_seconds_with_its_earlier_runs(mon
     hour and a half into the `thesis` layer's nineteenth. A scripted clock: 600 s kept, 2 s a state."""
     from engine import tournament
 
-    clock = iter([1000.0] + [1000.0 + 2 * k for k in range(1, 6)])
-    monkeypatch.setattr(tournament.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(tournament.time, "perf_counter",
+                        _scripted_clock([1000.0] + [1000.0 + 2 * k for k in range(1, 6)]))
     ticks = []
     todo = np.array([False] * 5 + [True] * 5)
     ticker = tournament._Ticker(ticks.append, n=5, outer=19, kinds=np.zeros(10, np.int64), todo=todo, every=0.0,
@@ -1049,15 +1060,13 @@ def test_time_left_leaves_out_the_first_state(monkeypatch):
     import engine.solve_progress as sp
     from engine import tournament
 
-    clock = iter([0.0] + [100.0 + k for k in range(20)])
-    monkeypatch.setattr(sp.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + [100.0 + k for k in range(20)]))
     events = []
     list(sp.states_done_events(range(20), 20, events.append, every=0.0, event={"event": "x"}))
     assert "left_s" not in events[0] and events[0]["done"] == 1
     assert [e["left_s"] for e in events[1:]] == [1.0 * (20 - e["done"]) for e in events[1:]]
 
-    clock = iter([0.0] + [100.0 + k for k in range(20)])
-    monkeypatch.setattr(tournament.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(tournament.time, "perf_counter", _scripted_clock([0.0] + [100.0 + k for k in range(20)]))
     ticks = []
     ticker = tournament._Ticker(ticks.append, n=4, outer=1, kinds=np.zeros(20, np.int64), todo=np.ones(20, bool),
                                 every=0.0)
