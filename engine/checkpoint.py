@@ -16,8 +16,8 @@ place (a file is complete or absent, never half written):
   its ``layer{n}.npz`` is written.
 - ``layer{n}.measure{k}.block{b}.npz`` once the layer has settled (after k outer iterations),
   every few minutes of its final exact measurement of the states skipped or screened last: the
-  exploitability of each state measured (the 45-unit 5-player layer's measurement is projected at
-  about half an hour). Deleted with the outer iterations' blocks when ``layer{n}.npz`` is written.
+  exploitability of each state measured (the 45-unit 5-player layer's measurement took about 23
+  minutes). Deleted with the outer iterations' blocks when ``layer{n}.npz`` is written.
 
 A state's work depends only on its own record, its warm-start source's and the layer values, so
 a resumed solve takes the same path as one never interrupted; the one exception is the depth-2

@@ -663,8 +663,7 @@ def match_summary(seatings: Sequence[MatchSeating]) -> dict[str, float]:
     errors (the seatings are independent streams). The two are opposites when every tournament
     finishes: |A|·roi_a + |B|·roi_b = 0 in each seating, and over all 2^n − 2 seatings A and B hold
     equally many seats. For A = B both are 0 in expectation: every position is on A in equally many
-    seatings, and the positional ROIs add up to 0. (Equal weights per seating, used before
-    2026-11-30, left the sides' means apart by many standard errors: +1.305 % against −1.164 %.)"""
+    seatings, and the positional ROIs add up to 0."""
     def side(roi: list[float], se: list[float], seats: list[int]) -> tuple[float, float]:
         w = np.array(seats, np.float64)
         return float(w @ roi / w.sum()), float(np.sqrt(np.sum((w * se) ** 2)) / w.sum())

@@ -335,8 +335,8 @@ def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monk
 
 
 def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tmp_path, tiny_tensors, monkeypatch):
-    """Killed three states into the final exact measurement of the states skipped last (about half
-    an hour on the 45-unit 5-player layer, all of it lost before), the solve resumes in the
+    """Killed three states into the final exact measurement of the states skipped last (about 23
+    minutes on the 45-unit 5-player layer, all of it lost before), the solve resumes in the
     measurement: no further outer iteration, the three states read back, the others measured, and
     the layer ends exactly as one never interrupted; its measurement blocks are gone."""
     import time
@@ -359,7 +359,7 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
         if event["event"] == "measuring_states" and event["done"] == 3:
             raise Interrupt
         if event["event"] == "measuring_states":
-            time.sleep(0.3)  # the first run's work, as time: the resumed run takes far less
+            time.sleep(0.3)  # the first run's work, as time: its blocks must keep it
 
     with pytest.raises(Interrupt):
         solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path, checkpoint_every=0.0,
@@ -411,7 +411,7 @@ def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, 
             saved.append(event["wall_s"])
             if len(saved) == 3:
                 raise Interrupt
-            time.sleep(0.4)  # the earlier run's work, as time: the resumed run takes far less
+            time.sleep(0.4)  # the earlier run's work, as time: its blocks must keep it
 
     with pytest.raises(Interrupt):
         solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path, checkpoint_every=0.0,
@@ -1017,7 +1017,7 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
         if event["event"] == "outcome_states" and event["done"] == 3:
             raise Interrupt
         if event["event"] == "outcome_states":
-            time.sleep(0.3)  # the first run's work, as time: the resumed run takes far less
+            time.sleep(0.3)  # the first run's work, as time: its blocks must keep it
 
     monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
     with pytest.raises(Interrupt):

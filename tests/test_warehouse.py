@@ -153,17 +153,26 @@ def test_constants_fill_columns(tmp_path):
 
 
 @contextmanager
-def _held_by_another_process(path, seconds: float):
-    """Another process holds the warehouse file open for ``seconds`` from the moment this enters;
-    yields the time (``time.time()``) at which it had the file and began to hold it."""
+def _held_by_another_process(path):
+    """Another process holds the warehouse file open from the moment this enters until it is
+    killed, or until ``let_go(seconds)`` (yielded) has told it to let go that many seconds later;
+    ``let_go`` returns the time (``time.monotonic()``) at which it told it. Nothing depends on how
+    soon this process reads the holder's "ready" (a slow CI machine may read it late)."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import duckdb, time
-        con = duckdb.connect({str(path)!r}); print("ready", repr(time.time()), flush=True); time.sleep({seconds})""")],
-        stdout=subprocess.PIPE, text=True)
+        import duckdb, sys, time
+        con = duckdb.connect({str(path)!r}); print("ready", flush=True)
+        time.sleep(float(sys.stdin.readline()))""")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def let_go(seconds: float) -> float:
+        told = time.monotonic()
+        holder.stdin.write(f"{seconds}\n")
+        holder.stdin.flush()
+        return told
+
     try:
-        word, since = holder.stdout.readline().split()
-        assert word == "ready"
-        yield float(since)
+        line = holder.stdout.readline()
+        assert line == "ready\n", line
+        yield let_go
     finally:
         holder.kill()
         holder.wait()
@@ -172,7 +181,7 @@ def _held_by_another_process(path, seconds: float):
 def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
     path = tmp_path / "w.duckdb"
     db.connect(path).close()
-    with _held_by_another_process(path, 30):
+    with _held_by_another_process(path):
         t0 = time.monotonic()
         with pytest.raises(db.WarehouseBusy, match=r"in use by .*PID \d+"):
             db.connect(path, wait_s=1.0)
@@ -182,18 +191,19 @@ def test_busy_warehouse_fails_fast_with_a_clear_message(tmp_path):
 def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_path, monkeypatch):
     """An asset's connection (WarehouseResource) waits ASSET_LOCK_WAIT_S for the file (60 s: it may
     have hours of work to write) where a plain connect gives up after its own wait; here the wait is
-    10 s (room for a slow CI machine: it ends when the file is free) and another process holds the
-    file for about 2.5 s."""
+    10 s (room for a slow CI machine: it ends when the file is free) and another process lets the
+    file go 2.5 s after it is told to."""
     from assets import resources
 
     path = tmp_path / "w.duckdb"
     db.connect(path).close()
     monkeypatch.setattr(resources, "ASSET_LOCK_WAIT_S", 10.0)
-    with _held_by_another_process(path, 2.5) as since:
+    with _held_by_another_process(path) as let_go:
         with pytest.raises(db.WarehouseBusy):
             db.connect(path, wait_s=0.5)
+        told = let_go(2.5)
         resources.WarehouseResource(path=str(path)).connect().close()
-        assert time.time() - since >= 2.5  # (the holder's clock: this process may have seen "ready" late)
+        assert time.monotonic() - told >= 2.5
 
 
 def test_read_only_missing_file(tmp_path):
