@@ -597,9 +597,9 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
     layer's last outer iteration (they carry only a bound). About 23 minutes on the `thesis`
     game's 45-unit 5-player layer (the 4-player layer's took 1.8 min), so with a ``checkpoint``
-    the states measured are saved every ``checkpoint_every`` seconds (``outer``: the outer iterations the layer settled after) and an interrupted
-    measurement resumes with them; progress events ``measuring`` (once) and
-    ``measuring_states``. ``every_state``: every state's (a layer stopped by ``max_outer`` before it
+    the states measured are saved every ``checkpoint_every`` seconds (``outer``: the outer
+    iterations the layer settled after) and an interrupted measurement resumes with them;
+    progress events ``measuring`` (once) and ``measuring_states``. ``every_state``: every state's (a layer stopped by ``max_outer`` before it
     settled: the states its last outer iteration solved were measured under the values before its
     policy evaluation)."""
     t0 = time.perf_counter()
