@@ -353,6 +353,53 @@ def _write_config(cfg, repo: Path) -> Path:
     return path
 
 
+# ---------------------------------------------------------------- sql
+def cmd_sql(args: argparse.Namespace) -> None:
+    """One SQL query on the warehouse, read-only, its rows printed: every number on the site is a
+    table or view there (the site's Warehouse page lists them), and the lab's environment has the
+    DuckDB Python package but no DuckDB shell. The connection is the lab's own, so a warehouse an
+    older version wrote gets the views added since, for this session."""
+    import duckdb
+
+    from warehouse import db
+
+    query = args.query.strip()
+    if not query:
+        raise UsageError('QUERY: give one SQL query, e.g. "SELECT * FROM games"')
+    with db.session(args.warehouse, read_only=True) as con:
+        try:
+            if args.csv:  # (lists as DuckDB writes them, [50.0, 30.0, 20.0]; NULL as an empty field)
+                import csv
+
+                result = con.execute(query)
+                out = csv.writer(sys.stdout, lineterminator="\n")
+                out.writerow([column[0] for column in result.description or ()])
+                while batch := result.fetchmany(10_000):  # (a table of millions of rows, a batch at a time)
+                    out.writerows([[_csv_cell(value) for value in row] for row in batch])
+            else:
+                rows = con.sql(query)
+                if rows is not None:  # (None: a statement without rows)
+                    rows.show()
+        except duckdb.Error as exc:  # (a typo, a table the warehouse lacks, a write: one line, no traceback)
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            hint = [line for line in lines[1:] if line.startswith("Did you mean")]
+            raise UsageError(f"QUERY: {' '.join(lines[:1] + hint)}") from None
+
+
+def _csv_cell(value, inner: bool = False) -> str:
+    """A value as a CSV field, lists and structs written as DuckDB writes them ([1.5, 2.0],
+    {'a': 1}), a NULL empty (NULL within a list), numbers exact (a double's shortest repr)."""
+    if value is None:
+        return "NULL" if inner else ""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_csv_cell(v, True) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"'{k}': {_csv_cell(v, True)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 # ---------------------------------------------------------------- progress
 def cmd_progress(args: argparse.Namespace) -> None:
     """Where a game's build stands, read from its checkpoints: for a build that runs for a day, run
@@ -742,6 +789,15 @@ def build_parser() -> argparse.ArgumentParser:
     g3.add_argument("--config", help="TOML game config file")
     w.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     w.set_defaults(func=cmd_site)
+
+    q = sub.add_parser("sql", help="run one SQL query on the warehouse, read-only, and print its rows (every table "
+                                   "and view is on the site's Warehouse page)")
+    q.add_argument("query", metavar="QUERY", help='e.g. "SELECT * FROM deviation_summary WHERE players IS NULL"')
+    q.add_argument("--csv", action="store_true",
+                   help="every row as CSV, with a header line (without it: DuckDB's table, long results cut to "
+                        "their first and last rows)")
+    q.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
+    q.set_defaults(func=cmd_sql)
 
     b = sub.add_parser("build", help="materialize every asset of a game (Dagster, in-process) and build the site")
     _add_game_flags(b)

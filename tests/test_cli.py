@@ -859,7 +859,7 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
     from jamfold.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "simulate", "site", "build", "progress"}
+    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "simulate", "site", "build", "progress", "sql"}
     listed = {c.dest: c.help for c in sub._choices_actions}
     for name, parser in sub.choices.items():
         assert parser.description and parser.description.rstrip(".").lower() == listed[name].lower(), name
@@ -1055,3 +1055,48 @@ def test_a_build_writes_a_config_file_only_for_a_game_that_is_not_a_profile_as_i
     config = tmp_path / "tiny.toml"
     config.write_text(TINY_TOML)
     assert needs("--config", str(config))
+
+
+def test_sql_prints_a_query_on_the_warehouse_as_a_table_or_csv(capsys, tiny_build):
+    """`jamfold sql` runs one read-only query on the warehouse: DuckDB's table, or every row as CSV
+    (lists as DuckDB writes them, NULL empty), the same rows a DuckDB connection gets."""
+    import csv
+    import io
+
+    import duckdb
+
+    warehouse = str(tiny_build["warehouse"])
+    query = """SELECT state_id, stacks, exploitability FROM states JOIN state_quality USING (game, players, state_id)
+               WHERE game = 'tiny' ORDER BY players, state_id"""
+    with duckdb.connect(warehouse, read_only=True) as con:
+        expect = con.execute(query).fetchall()
+    code, out, err = run(capsys, "sql", query, "--warehouse", warehouse)
+    assert code == 0, err
+    assert "│ state_id │" in out and f"│ {expect[0][1]} " in out and f"{len(expect)} rows" in out
+    code, out, err = run(capsys, "sql", query, "--csv", "--warehouse", warehouse)
+    assert code == 0, err
+    table = list(csv.reader(io.StringIO(out)))
+    assert table[0] == ["state_id", "stacks", "exploitability"] and len(table) == len(expect) + 1 > 10
+    assert table[1:] == [[str(s), str(stacks), repr(e)] for s, stacks, e in expect]
+    code, out, _ = run(capsys, "sql", "SELECT NULL AS nothing, [1.5, 2.0] AS xs, 'a,b' AS s, [0.1::DOUBLE + 0.2, NULL] "
+                       "AS d, {'a': [1, 2]} AS st, true AS b", "--csv", "--warehouse", warehouse)
+    assert code == 0 and out == ('nothing,xs,s,d,st,b\n,"[1.5, 2.0]","a,b","[0.30000000000000004, NULL]",'
+                                 '"{\'a\': [1, 2]}",true\n')
+
+
+@pytest.mark.parametrize("query, message", [
+    ("SELEC 1", 'QUERY: Parser Error: syntax error at or near "SELEC"'),
+    ("DELETE FROM games", 'QUERY: Invalid Input Error: Cannot execute statement of type "DELETE"'),
+    ("SELECT * FROM no_such_table", "QUERY: Catalog Error: Table with name no_such_table does not exist!"),
+    ("   ", 'QUERY: give one SQL query, e.g. "SELECT * FROM games"'),
+])
+def test_sql_names_a_bad_query_in_one_line_and_writes_nothing(capsys, tiny_build, tmp_path, query, message):
+    import shutil
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    before = warehouse.read_bytes()
+    code, out, err = run(capsys, "sql", query, "--warehouse", str(warehouse))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.startswith(f"jamfold: error: {message}") and err.count("\n") == 1, err
+    assert warehouse.read_bytes() == before  # (read-only: the DELETE never ran)

@@ -190,9 +190,10 @@ JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets
 ```
 
 `./lab build` alone builds the default game `quick`, and `--profile gs08` or `--profile thesis`
-the lab's other named games. The warehouse is `warehouse/lab.duckdb`; open it from the lab's
-Python (`.venv/bin/python`) with `duckdb.connect(..., read_only=True)`, or with DuckDB's own
-shell, `duckdb -readonly warehouse/lab.duckdb`, if you installed it.
+the lab's other named games. The warehouse is `warehouse/lab.duckdb`; query it with
+`./lab jamfold sql "SELECT * FROM games"` (read-only; `--csv` for every row as CSV), from the
+lab's Python (`.venv/bin/python`) with `duckdb.connect(..., read_only=True)`, or with DuckDB's
+own shell, `duckdb -readonly warehouse/lab.duckdb`, if you installed it.
 
 ## Query it
 
@@ -377,8 +378,14 @@ def warehouse_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     parts = ["""# Warehouse
 
 All results live in one DuckDB file, `warehouse/lab.duckdb` (override with `JAMFOLD_WAREHOUSE`).
-Open it read-only while nothing is building, from the lab's Python (`.venv/bin/python`, which has
-the `duckdb` package):
+Query it read-only while nothing is building, one query at a time from the lab's CLI (DuckDB's
+table of the rows, or every row as CSV with `--csv`):
+
+```bash
+./lab jamfold sql "SELECT * FROM games"
+```
+
+or from the lab's Python (`.venv/bin/python`, which has the `duckdb` package):
 
 ```python
 import duckdb
