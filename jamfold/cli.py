@@ -358,46 +358,63 @@ def cmd_sql(args: argparse.Namespace) -> None:
     """One SQL query on the warehouse, read-only, its rows printed: every number on the site is a
     table or view there (the site's Warehouse page lists them), and the lab's environment has the
     DuckDB Python package but no DuckDB shell. The connection is the lab's own, so a warehouse an
-    older version wrote gets the views added since, for this session."""
+    older version wrote gets the views added since, for this session; it reads no other file and
+    writes none (no ATTACH, COPY … TO, EXPORT or extension: a hard link to the warehouse, attached
+    read-write, would have been written)."""
     import duckdb
 
     from warehouse import db
 
     query = args.query.strip()
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # (bytes the shell passed that are not UTF-8)
+        raise UsageError("QUERY: is not UTF-8 text") from None
     if not query:
         raise UsageError('QUERY: give one SQL query, e.g. "SELECT * FROM games"')
     with db.session(args.warehouse, read_only=True) as con:
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")  # (so that the query cannot turn it back on)
         try:
-            if args.csv:  # (lists as DuckDB writes them, [50.0, 30.0, 20.0]; NULL as an empty field)
-                import csv
-
-                result = con.execute(query)
-                out = csv.writer(sys.stdout, lineterminator="\n")
-                out.writerow([column[0] for column in result.description or ()])
-                while batch := result.fetchmany(10_000):  # (a table of millions of rows, a batch at a time)
-                    out.writerows([[_csv_cell(value) for value in row] for row in batch])
+            statements = con.extract_statements(query)
+            if len(statements) != 1:
+                raise UsageError(f"QUERY: give one SQL query; this has {len(statements)} statements")
+            if args.csv:
+                _print_csv(con, statements[0])
             else:
                 rows = con.sql(query)
                 if rows is not None:  # (None: a statement without rows)
                     rows.show()
         except duckdb.Error as exc:  # (a typo, a table the warehouse lacks, a write: one line, no traceback)
             lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-            hint = [line for line in lines[1:] if line.startswith("Did you mean")]
-            raise UsageError(f"QUERY: {' '.join(lines[:1] + hint)}") from None
+            said = lines[:2] if len(lines) > 1 and lines[0].endswith(":") else lines[:1]
+            said += [line for line in lines[1:] if line.startswith("Did you mean")]
+            raise UsageError(f"QUERY: {' '.join(said)}") from None
+        except RuntimeError as exc:  # (Ctrl-C while DuckDB runs the query)
+            if "interrupted" in str(exc).lower():
+                raise KeyboardInterrupt from None
+            raise
 
 
-def _csv_cell(value, inner: bool = False) -> str:
-    """A value as a CSV field, lists and structs written as DuckDB writes them ([1.5, 2.0],
-    {'a': 1}), a NULL empty (NULL within a list), numbers exact (a double's shortest repr)."""
-    if value is None:
-        return "NULL" if inner else ""
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_csv_cell(v, True) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"'{k}': {_csv_cell(v, True)}" for k, v in value.items()) + "}"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
+def _print_csv(con, statement) -> None:
+    """Every row of ``statement`` as CSV with a header line, each value as DuckDB writes it (DuckDB
+    casts them to text: lists, maps, intervals, timestamps), NULL as an empty field; a SELECT is
+    streamed 10,000 rows at a time (a table of millions of rows)."""
+    import csv
+
+    import duckdb
+
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    rows = con.sql(statement.query)
+    if rows is None:
+        return
+    out.writerow(rows.columns)
+    if statement.type == duckdb.StatementType.SELECT:
+        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM ({statement.query})")
+        while batch := result.fetchmany(10_000):
+            out.writerows(batch)
+    else:  # (PRAGMA, CALL, EXPLAIN: small, and not a subquery)
+        out.writerows(rows.project("COLUMNS(*)::VARCHAR").fetchall())
 
 
 # ---------------------------------------------------------------- progress

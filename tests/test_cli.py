@@ -1077,7 +1077,8 @@ def test_sql_prints_a_query_on_the_warehouse_as_a_table_or_csv(capsys, tiny_buil
     assert code == 0, err
     table = list(csv.reader(io.StringIO(out)))
     assert table[0] == ["state_id", "stacks", "exploitability"] and len(table) == len(expect) + 1 > 10
-    assert table[1:] == [[str(s), str(stacks), repr(e)] for s, stacks, e in expect]
+    assert [row[:2] for row in table[1:]] == [[str(s), str(stacks)] for s, stacks, _ in expect]
+    assert [float(row[2]) for row in table[1:]] == [e for _, _, e in expect]  # (to the bit)
     code, out, _ = run(capsys, "sql", "SELECT NULL AS nothing, [1.5, 2.0] AS xs, 'a,b' AS s, [0.1::DOUBLE + 0.2, NULL] "
                        "AS d, {'a': [1, 2]} AS st, true AS b", "--csv", "--warehouse", warehouse)
     assert code == 0 and out == ('nothing,xs,s,d,st,b\n,"[1.5, 2.0]","a,b","[0.30000000000000004, NULL]",'
@@ -1089,14 +1090,25 @@ def test_sql_prints_a_query_on_the_warehouse_as_a_table_or_csv(capsys, tiny_buil
     ("DELETE FROM games", 'QUERY: Invalid Input Error: Cannot execute statement of type "DELETE"'),
     ("SELECT * FROM no_such_table", "QUERY: Catalog Error: Table with name no_such_table does not exist!"),
     ("   ", 'QUERY: give one SQL query, e.g. "SELECT * FROM games"'),
+    ("-- only a comment", "QUERY: give one SQL query; this has 0 statements"),
+    ("SELECT 1 AS a; SELECT 2 AS b", "QUERY: give one SQL query; this has 2 statements"),
+    ("SELECT '\udcff' AS s", "QUERY: is not UTF-8 text"),  # (a byte the shell passed, as Python reads it)
+    ("COPY games TO '{folder}/games.csv'", "QUERY: Permission Error: Cannot access file"),
+    ("ATTACH '{folder}/other.duckdb' AS other", "QUERY: Permission Error: Cannot access file"),
 ])
-def test_sql_names_a_bad_query_in_one_line_and_writes_nothing(capsys, tiny_build, tmp_path, query, message):
+@pytest.mark.parametrize("csv", [False, True])
+def test_sql_names_a_bad_query_in_one_line_and_writes_nothing(capsys, tiny_build, tmp_path, query, message, csv):
+    """A query DuckDB refuses gets one line and exit 2, and nothing is written: not the warehouse
+    (opened read-only) nor any other file (no COPY … TO, ATTACH or EXPORT: a hard link to the
+    warehouse, attached read-write, would have been written)."""
     import shutil
 
     warehouse = tmp_path / "lab.duckdb"
     shutil.copy(tiny_build["warehouse"], warehouse)
     before = warehouse.read_bytes()
-    code, out, err = run(capsys, "sql", query, "--warehouse", str(warehouse))
+    code, out, err = run(capsys, "sql", query.format(folder=tmp_path), *(["--csv"] if csv else []),
+                         "--warehouse", str(warehouse))
     assert code == 2 and out == "" and "Traceback" not in err
     assert err.startswith(f"jamfold: error: {message}") and err.count("\n") == 1, err
     assert warehouse.read_bytes() == before  # (read-only: the DELETE never ran)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.duckdb"]

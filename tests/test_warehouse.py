@@ -206,6 +206,20 @@ def test_an_asset_waits_for_a_warehouse_another_process_holds_for_a_while(tmp_pa
         assert time.monotonic() - told >= 2.5
 
 
+def test_a_warehouse_path_that_is_not_a_regular_file_is_refused_and_a_blank_variable_is_unset(tmp_path, monkeypatch):
+    """A named pipe as the warehouse made DuckDB wait forever for a writer; a JAMFOLD_WAREHOUSE of
+    blanks read as the file ' ' where an empty one reads as unset."""
+    import os
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for read_only in (True, False):
+        with pytest.raises(db.WarehouseUnusable, match="is not a regular file"):
+            db.connect(pipe, read_only=read_only)
+    monkeypatch.setenv("JAMFOLD_WAREHOUSE", "  ")
+    assert db.warehouse_path() == db.DEFAULT_PATH
+
+
 def test_read_only_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="build it first"):
         db.connect(tmp_path / "nope.duckdb", read_only=True)

@@ -49,7 +49,8 @@ def warehouse_path(given: str | Path | None = None) -> Path:
             raise WarehouseUnusable("warehouse: is empty; give the path of a DuckDB file (--warehouse or "
                                     "JAMFOLD_WAREHOUSE)")
         return Path(given)
-    return Path(os.environ.get("JAMFOLD_WAREHOUSE") or DEFAULT_PATH)  # (empty: unset)
+    env = os.environ.get("JAMFOLD_WAREHOUSE") or ""
+    return Path(env) if env.strip() else DEFAULT_PATH  # (empty or blank: unset)
 
 
 def connect(path: str | Path | None = None, read_only: bool = False, wait_s: float = 10.0) -> duckdb.DuckDBPyConnection:
@@ -57,6 +58,9 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
     path = warehouse_path(path)
     if path.is_dir():
         raise WarehouseUnusable(f"warehouse: {path} is a folder; give the path of a DuckDB file "
+                                f"(--warehouse or JAMFOLD_WAREHOUSE)")
+    if path.exists() and not path.is_file():  # (a named pipe made DuckDB wait forever)
+        raise WarehouseUnusable(f"warehouse: {path} is not a regular file; give the path of a DuckDB file "
                                 f"(--warehouse or JAMFOLD_WAREHOUSE)")
     if read_only and not path.exists():
         raise FileNotFoundError(f"warehouse: no file at {path}: build it first (see README), or give another with "
