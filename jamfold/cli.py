@@ -7,6 +7,7 @@ argument and the rule and exit with status 2 (no traceback).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -864,7 +865,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         configured_threads()  # a bad NUMBA_NUM_THREADS fails now, not in a layer's solve
         args.func(args)
-        sys.stdout.flush()  # (here, so that a reader gone early is caught below, not at the exit's flush)
+        if sys.stdout is not None:  # (None: started with stdout closed, `>&-`; print() then writes nothing)
+            sys.stdout.flush()  # (here, so that a reader gone early is caught below, not at the exit's flush)
     except (UsageError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -880,6 +882,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         from engine.checkpoint import FolderBusy
         if isinstance(exc, (WarehouseBusy, FolderBusy)):
             print(f"jamfold: error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # (a full disk, or output to /dev/full)
+            where = f": {exc.filename}" if exc.filename else " (writing the output?)"
+            print(f"jamfold: error: no space left on the device{where}", file=sys.stderr)
+            if sys.stdout is not None:  # (Python flushes stdout at exit: nothing left to fail there)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise SystemExit(1) from None
         raise
 

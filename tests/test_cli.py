@@ -1,6 +1,7 @@
 """The jamfold CLI as a user meets it: outputs, JSON, and exit code 2 with a clear message on bad input."""
 
 import json
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -1112,3 +1113,22 @@ def test_sql_names_a_bad_query_in_one_line_and_writes_nothing(capsys, tiny_build
     assert err.startswith(f"jamfold: error: {message}") and err.count("\n") == 1, err
     assert warehouse.read_bytes() == before  # (read-only: the DELETE never ran)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.duckdb"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_to_a_full_device_or_a_closed_stdout_is_no_traceback():
+    """A command whose output cannot be written (a full disk; `> /dev/full`) says so in one line,
+    exit 1; one started with stdout closed (`>&-`) runs and prints nothing. Both printed
+    tracebacks (OSError ENOSPC, and AttributeError on the closed stdout's flush)."""
+    import subprocess
+    import sys
+
+    from assets.paths import REPO_ROOT
+
+    command = f"{sys.executable} -m jamfold.cli equity --model harville --stacks 1 2 --payouts 1"
+    full = subprocess.run(["bash", "-c", f"{command} > /dev/full"], capture_output=True, text=True, timeout=300,
+                          cwd=REPO_ROOT)
+    assert full.returncode == 1 and full.stderr == "jamfold: error: no space left on the device (writing the output?)\n"
+    closed = subprocess.run(["bash", "-c", f"{command} >&-"], capture_output=True, text=True, timeout=300,
+                            cwd=REPO_ROOT)
+    assert closed.returncode == 0 and closed.stderr == "", closed.stderr
