@@ -599,9 +599,9 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     game's 45-unit 5-player layer (the 4-player layer's took 1.8 min), so with a ``checkpoint``
     the states measured are saved every ``checkpoint_every`` seconds (``outer``: the outer
     iterations the layer settled after) and an interrupted measurement resumes with them;
-    progress events ``measuring`` (once) and ``measuring_states``. ``every_state``: every state's (a layer stopped by ``max_outer`` before it
-    settled: the states its last outer iteration solved were measured under the values before its
-    policy evaluation)."""
+    progress events ``measuring`` (once) and ``measuring_states``. ``every_state``: every state's
+    (a layer stopped by ``max_outer`` before it settled: the states its last outer iteration solved
+    were measured under the values before its policy evaluation)."""
     t0 = time.perf_counter()
     last = np.arange(len(hands)) if every_state else np.flatnonzero(ledger.skipped | ledger.screened)
     done, elapsed = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else ([], 0.0)

@@ -391,10 +391,6 @@ def cmd_sql(args: argparse.Namespace) -> None:
             said = lines[:2] if len(lines) > 1 and lines[0].endswith(":") else lines[:1]
             said += [line for line in lines[1:] if line.startswith("Did you mean")]
             raise UsageError(f"QUERY: {' '.join(said)}") from None
-        except RuntimeError as exc:  # (Ctrl-C while DuckDB runs the query)
-            if "interrupted" in str(exc).lower():
-                raise KeyboardInterrupt from None
-            raise
 
 
 def _print_csv(con, statement) -> None:
@@ -860,6 +856,11 @@ def check_dagster_env() -> None:
         print(f"jamfold: warning: {why}; the solve assets will refuse to run", file=sys.stderr)
 
 
+def _interrupted() -> None:
+    print("jamfold: interrupted; finished work is kept", file=sys.stderr)
+    raise SystemExit(130) from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
@@ -870,8 +871,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (UsageError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        print("jamfold: interrupted; finished work is kept", file=sys.stderr)
-        raise SystemExit(130) from None
+        _interrupted()
     except BrokenPipeError:  # (output piped into `head` & co., which stopped reading): no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python flushes stdout at exit)
         raise SystemExit(1) from None
@@ -883,6 +883,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if isinstance(exc, (WarehouseBusy, FolderBusy)):
             print(f"jamfold: error: {exc}", file=sys.stderr)
             raise SystemExit(1) from None
+        if isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted"):
+            _interrupted()  # (Ctrl-C inside a DuckDB query, which DuckDB reports as its own error)
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # (a full disk, or output to /dev/full)
             where = f": {exc.filename}" if exc.filename else " (writing the output?)"
             print(f"jamfold: error: no space left on the device{where}", file=sys.stderr)

@@ -860,7 +860,8 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
     from jamfold.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "simulate", "site", "build", "progress", "sql"}
+    assert set(sub.choices) == {"equity", "showdown", "rollout", "state", "simulate", "site", "build", "progress",
+                                "sql"}
     listed = {c.dest: c.help for c in sub._choices_actions}
     for name, parser in sub.choices.items():
         assert parser.description and parser.description.rstrip(".").lower() == listed[name].lower(), name

@@ -126,8 +126,7 @@ FROM fgs_value_moves WHERE game = '{game}' AND players IS NULL ORDER BY depth"""
     sweeps_sql = f"""SELECT model, sum(states)::BIGINT AS states, sum(cfr_iterations)::BIGINT AS cfr_iterations,
        max(max_exploitability) AS max_exploitability, round(sum(wall_s), 1) AS wall_s
 FROM model_sweeps WHERE game = '{game}' GROUP BY model ORDER BY {report_order()}"""
-    sweeps = con.execute(sweeps_sql).df()
-    sweeps = sweeps.set_index("model").loc[model_order(list(sweeps["model"]))].reset_index()
+    sweeps = con.execute(sweeps_sql).df()  # (in the page's order: report_order is model_order in SQL)
     sweeps["wall_s"] = sweeps["wall_s"].map("{:.1f}".format)  # seconds to 0.1 s, not 6 decimals
     pending = [m for m in configured_models(cfg) if m.startswith("FGS-") and m not in set(plain["model"])]
     compared = sorted(set(per_layer["players"].astype(int)))
