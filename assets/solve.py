@@ -32,12 +32,17 @@ from engine.rollout import PairTable, TripleTable
 from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line
 from engine.states import n_states
+from engine.target_ladder import values_cycling
 from engine.tournament import LayerSolution, solve_layer
 from warehouse import db
 
 LAYERS = (2, 3, 4, 5)
 REOPEN_REMEDY = ("run the same build again: it reopens the layer and tries the states above gamma again with a "
                  "larger CFR+ iteration cap (engine.tournament.HELD_RETRIES)")
+CYCLE_REMEDY = ("PI-CFR+ does not settle on this game: the layer's values cycled instead (its solve log's last "
+                "outer iterations each moved them by dollars; engine.target_ladder.values_cycling), and building it "
+                "again only runs one more outer iteration. Games with flat top prizes, such as 50/50/0, do this: "
+                "choose prizes that differ more")
 LAYER_CHECKS = {
     "values_sum_to_open_prizes": "every state of the layer has a value for each position, and they sum to the "
                                  "prizes of the places still open (within 1e-6 $)",
@@ -197,6 +202,9 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
                   count(*) FILTER (WHERE exploitability > ? OR exploitability IS NULL), count(DISTINCT state_id)
            FROM state_quality WHERE game = ? AND players = ?""", [cfg.gamma, cfg.name, n]).fetchone()
     over += m - measured  # a state with no measured exploitability is not within gamma
+    log = con.execute("SELECT target, states_updated, max_delta_v FROM solve_log WHERE game = ? AND players = ? "
+                      "ORDER BY outer_iteration", [cfg.name, n]).df().to_dict("records")
+    cycled = values_cycling(log)
     return [
         dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6 and complete == m),
                             metadata={"max_error_usd": float(err), "open_prizes": open_prize,
@@ -204,7 +212,8 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
         dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
                             metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma,
                                       "states_over": int(over), "states": m,
-                                      **({"remedy": REOPEN_REMEDY} if over else {})}),
+                                      **({"values_cycled": True} if cycled else {}),
+                                      **({"remedy": CYCLE_REMEDY if cycled else REOPEN_REMEDY} if over else {})}),
     ]
 
 

@@ -60,6 +60,12 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                            f"{event['held_slack']:g} times as exploitable; if the layer settles at gamma with it above "
                            f"gamma, it is tried again with a larger cap, and the layer's exploitability check reports "
                            f"it if it ends above gamma")
+    if kind == "not_converging":
+        return "warning", (f"{head}: the values are cycling, not settling: {event['window']} outer iterations in a "
+                           f"row at target {event['target']:.1e} $ each moved them by at least "
+                           f"{event['max_delta_v']:.2e} $. PI-CFR+ does not converge on this game (flat top prizes, "
+                           f"such as 50/50/0, do this), so the layer stops here with its states measured exactly; "
+                           f"its exploitability check reports those above gamma")
     if kind == "preparing":
         return "info", f"{head}: building the hand trees of its {event['states']:,} states"
     if kind == "prepared":
@@ -67,8 +73,9 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if kind == "measuring":
         resumed = f" ({event['done']:,} already measured before the interrupt)" if event.get("done") else ""
         if event.get("every_state"):
-            return "warning", (f"{head}: stopped at its cap of outer iterations before it settled; measuring "
-                               f"exactly all {event['states']:,} states under its last values")
+            why = event.get("why") or "at its cap of outer iterations"
+            return "warning", (f"{head}: stopped before it settled ({why}); measuring exactly all "
+                               f"{event['states']:,} states under its last values")
         return "info", (f"{head}: solved; measuring exactly the {event['states']:,} states skipped or screened "
                         f"in the last outer iteration{resumed}")
     if kind == "measuring_states":

@@ -50,7 +50,7 @@ from engine.memory import into_kept, release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import KindedClock, cost_kinds, estimable_order, first_solve_kinds, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
-from engine.target_ladder import first_target, inner_target, level_of, target_levels
+from engine.target_ladder import CYCLE_WINDOW, first_target, inner_target, level_of, target_levels, values_cycling
 from engine.warm_starts import start_from_neighbour, warm_start_waves
 
 ProgressFn = Callable[[dict], None]
@@ -339,7 +339,9 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
 
     The layer ends when an outer iteration at gamma updates no state (SPEC §6), however many
     outer iterations that takes, unless ``max_outer`` caps their total (tests and benchmarks: a
-    later call with a larger cap goes on from the checkpoint). A layer stopped by the cap before it
+    later call with a larger cap goes on from the checkpoint) or its values cycle instead of
+    settling (:func:`engine.target_ladder.values_cycling`; progress event ``not_converging``; a
+    later call goes on for one more outer iteration, then stops again). A layer stopped by the cap before it
     settled has every state's exploitability measured under its final values, so what it reports
     is what its profile is, not the bounds of an outer iteration whose values have since moved.
     """
@@ -409,6 +411,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
     wave, source = warm_start_waves(stacks)
     tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
     converged = ledger.settled and not finished  # (resumed in its final measurement)
+    cycling = False
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:
@@ -571,9 +574,17 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
             if ledger.settled:
                 converged = True
                 break
+            if values_cycling(log):
+                cycling = True
+                if progress:
+                    progress({"event": "not_converging", "players": n, "outer_iteration": outer + 1,
+                              "target": target, "window": CYCLE_WINDOW,
+                              "max_delta_v": min(e["max_delta_v"] for e in log[-CYCLE_WINDOW:])})
+                break
         if not finished:
             _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
-                          checkpoint if converged else None, checkpoint_every, progress, every_state=not converged)
+                          checkpoint if converged else None, checkpoint_every, progress, every_state=not converged,
+                          why="its values cycle" if cycling else "at its cap of outer iterations")
             if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
@@ -593,15 +604,15 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
 def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHand], solvers: list[HandSolver],
                   ledger: Ledger, pool: SolverPool, order: np.ndarray, tree_kinds: tuple[np.ndarray, np.ndarray],
                   outer: int, checkpoint: Path | None, checkpoint_every: float, progress: ProgressFn | None,
-                  every_state: bool = False) -> None:
+                  every_state: bool = False, why: str = "") -> None:
     """The exact exploitability ($, into ``ledger.bound``) of the states skipped or screened in the
     layer's last outer iteration (they carry only a bound). About 23 minutes on the `thesis`
     game's 45-unit 5-player layer (the 4-player layer's took 1.8 min), so with a ``checkpoint``
     the states measured are saved every ``checkpoint_every`` seconds (``outer``: the outer
     iterations the layer settled after) and an interrupted measurement resumes with them;
     progress events ``measuring`` (once) and ``measuring_states``. ``every_state``: every state's
-    (a layer stopped by ``max_outer`` before it settled: the states its last outer iteration solved
-    were measured under the values before its policy evaluation)."""
+    (a layer stopped before it settled, by ``max_outer`` or values that cycle, ``why`` saying which: the
+    states its last outer iteration solved were measured under the values before its policy evaluation)."""
     t0 = time.perf_counter()
     last = np.arange(len(hands)) if every_state else np.flatnonzero(ledger.skipped | ledger.screened)
     done, elapsed = load_measure_blocks(checkpoint, n, outer, ledger.bound) if checkpoint is not None else ([], 0.0)
@@ -612,7 +623,7 @@ def _measure_last(n: int, values: dict[int, np.ndarray], hands: list[CompiledHan
     todo = order[wanted[order]].tolist()  # heaviest first, as the layer's ``order``
     if progress and len(last):
         progress({"event": "measuring", "players": n, "states": len(last), "done": len(done),
-                  "every_state": every_state})
+                  "every_state": every_state, **({"why": why} if every_state else {})})
 
     def measure(s: int) -> None:
         solver = solvers[s]

@@ -103,7 +103,8 @@ def test_every_asset_and_check_succeeds(tiny_build):
 
 def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, tmp_path):
     """One state above gamma in `state_quality` fails `exploitability_within_gamma`, which counts it
-    and tells the user that running the build again retries such states (see HELD_RETRIES)."""
+    and tells the user that running the build again retries such states (see HELD_RETRIES), unless
+    the layer's solve log shows values that cycled (then running again would not help)."""
     import shutil
 
     from assets.solve import _check_layer
@@ -121,7 +122,23 @@ def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, t
     assert not check.passed
     meta = {k: getattr(v, "value", v) for k, v in check.metadata.items()}
     assert meta["states_over"] == 1 and meta["max_exploitability_usd"] == pytest.approx(3 * cfg.gamma)
-    assert "run the same build again" in meta["remedy"]
+    assert "run the same build again" in meta["remedy"] and "values_cycled" not in meta
+
+    # a layer stopped because its values cycled: running again would not help, and the check says so
+    from engine.target_ladder import CYCLE_WINDOW
+
+    key = [cfg.name]
+    con.execute("UPDATE solve_log SET target = 0.01, states_updated = 5, max_delta_v = 10.0 "
+                "WHERE game = ? AND players = 3", key)
+    count = "SELECT count(*) FROM solve_log WHERE game = ? AND players = 3"
+    while con.execute(count, key).fetchone()[0] < CYCLE_WINDOW:
+        con.execute("INSERT INTO solve_log SELECT * REPLACE (outer_iteration + (SELECT max(outer_iteration) FROM "
+                    "solve_log WHERE game = $1 AND players = 3) AS outer_iteration) FROM solve_log "
+                    "WHERE game = $1 AND players = 3", key)
+    check = {c.check_name: c for c in _check_layer(con, cfg, 3)}["exploitability_within_gamma"]
+    meta = {k: getattr(v, "value", v) for k, v in check.metadata.items()}
+    assert not check.passed and meta["values_cycled"] is True
+    assert "does not settle on this game" in meta["remedy"] and "run the same build again" not in meta["remedy"]
 
 
 def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
@@ -1102,13 +1119,21 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
         if e["event"] == "uncertified":
             assert str(e["stacks"]) in text and f"{e['exploitability']:.2e}" in text
         if unsettled:
-            assert f"before it settled; measuring exactly all {e['states']} states" in text
+            assert f"before it settled (at its cap of outer iterations); measuring exactly all {e['states']} " \
+                   "states" in text
     assert layer_log_line({"event": "resumed_states", "players": 5, "outer_iteration": 1, "done": 12_345,
                            "states": 135_751}) == ("info", "5-player layer, outer iteration 1: 12,345/135,751 states "
                                                             "already done before the interrupt")
     assert layer_log_line({"event": "block_saved", "players": 5, "outer_iteration": 1, "states": 1_234, "done": 12_345,
                            "wall_s": 301.2}) == ("info", "5-player layer, outer iteration 1: checkpoint of 1,234 more "
                                                          "states (12,345 done), 301 s")
+    level, text = layer_log_line({"event": "not_converging", "players": 3, "outer_iteration": 40, "target": 0.01,
+                                  "window": 24, "max_delta_v": 3.04})
+    assert level == "warning" and text.startswith("3-player layer, outer iteration 40: the values are cycling")
+    assert "24 outer iterations in a row at target 1.0e-02 $ each moved them by at least 3.04e+00 $" in text
+    assert layer_log_line({"event": "measuring", "players": 3, "states": 10, "done": 0, "every_state": True,
+                           "why": "its values cycle"})[1].startswith("3-player layer: stopped before it settled (its "
+                                                                     "values cycle); measuring exactly all 10 states")
     assert layer_log_line({"event": "prepared", "players": 5, "states": 135_751, "wall_s": 150.0}) == \
         ("info", "5-player layer: 135,751 states ready in 2 min")
     ticker = {"event": "states", "players": 3, "outer_iteration": 4, "done": 7, "states": 10, "wall_s": 16.0}

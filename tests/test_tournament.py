@@ -655,6 +655,54 @@ def test_the_target_tightens_by_root_ten_once_a_level_settles():
     assert inner_target(gamma, [{"target": 1.5e-4, "states_updated": 0}], True, m) == gamma  # never below gamma
 
 
+def test_values_cycling_needs_a_whole_window_of_large_moves_at_one_target():
+    from engine.target_ladder import CYCLE_FACTOR, CYCLE_WINDOW, values_cycling
+
+    def entry(target, delta, updated=3):
+        return {"target": target, "max_delta_v": delta, "states_updated": updated}
+
+    big = 2 * CYCLE_FACTOR * 1e-2
+    cycle = [entry(1e-2, big)] * CYCLE_WINDOW
+    assert values_cycling(cycle)
+    assert values_cycling([entry(1e-2, big)] * (CYCLE_WINDOW - 1) + [entry(float(np.float32(1e-2)), big)])
+    assert not values_cycling(cycle[1:])  # one outer iteration short
+    assert not values_cycling(cycle[:-1] + [entry(1e-2, CYCLE_FACTOR * 1e-2 / 2)])  # one settled-ish move
+    assert not values_cycling(cycle[:-1] + [entry(1e-2, big, updated=0)])  # an outer iteration updating nothing
+    assert not values_cycling([entry(10 ** -1.5, big)] + cycle[1:])  # the window spans two targets
+    settling = [entry(1e-2, 20.0 / 3 ** k) for k in range(3 * CYCLE_WINDOW)]  # shrinking 3× per outer iteration
+    assert not any(values_cycling(settling[:k]) for k in range(len(settling) + 1))
+
+
+def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors):
+    """With flat top prizes the 3-player layer's values cycle for ever (PI-CFR+ is not sure to
+    converge): the solve stops after a window of such outer iterations, sends ``not_converging``,
+    and still measures every state under its final values; a game with prizes that differ settles."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.target_ladder import CYCLE_WINDOW, values_cycling
+
+    flat = (50.0, 50.0, 0.0)
+    lower = {2: solve_layer(6, 2, flat, GAMMA, tiny_tensors, {}, threads=1).values}
+    events: list[dict] = []
+    layer = solve_layer(6, 3, flat, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
+                        progress=events.append)
+    assert CYCLE_WINDOW <= len(layer.log) < 5 * CYCLE_WINDOW and values_cycling(layer.log)
+    assert [e["outer_iteration"] for e in events if e["event"] == "not_converging"] == [len(layer.log)]
+    assert [e["why"] for e in events if e["event"] == "measuring"] == ["its values cycle"]
+    values = {**lower, 3: layer.values}
+    for s, hand in enumerate(layer.hands):
+        e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
+        assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
+    assert layer.exploitability.max() > GAMMA  # (else the stop would not matter: it would be an equilibrium)
+
+    events.clear()
+    apart = (65.0, 35.0, 0.0)
+    lower = {2: solve_layer(6, 2, apart, GAMMA, tiny_tensors, {}, threads=1).values}
+    layer = solve_layer(6, 3, apart, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
+                        progress=events.append)
+    assert layer.exploitability.max() <= GAMMA and not any(e["event"] == "not_converging" for e in events)
+
+
 @pytest.mark.parametrize("players", [2, 3, 4, 5])
 def test_the_ladder_progress_names_is_the_one_the_solve_climbs_down(players):
     """`target_levels` (which `jamfold progress` numbers a layer's level by) lists the targets that
