@@ -138,6 +138,28 @@ def test_push_fold_page_names_the_example_states_whose_layer_is_not_solved_yet(t
     assert partial.count('class="vchart"') == 1 and "## Heads-up, even stacks: stacks 3, 3" in partial
 
 
+def test_push_fold_page_charts_a_state_once_when_two_examples_are_the_same_state(tiny_build, tmp_path):
+    """A start state that is also the big-blind all-in example (or a heads-up game's even start)
+    gets one chart under one heading naming both: two charts with one element id left the second
+    heading without its chart."""
+    import re
+
+    import duckdb
+
+    from sitegen.pages_equilibrium import push_fold_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE games SET config_json = json_merge_patch(config_json, '{\"start\": [3, 2, 1]}') "
+                    "WHERE game = 'tiny'")
+        page = push_fold_page(con, "tiny")
+    ids = re.findall(r'id="(chart-[^"]+)"', page)
+    assert len(ids) == len(set(ids)) == page.count('class="vchart"') == 2
+    assert "## Start state (also a big blind all-in for 1 unit): stacks 3, 2, 1" in page
+    assert page.count("## ") == 3  # the two charts' headings and "Query it"
+
+
 def test_models_page_says_which_layers_its_statistics_cover_while_the_game_is_solved(tiny_build, tmp_path):
     """The deviation views answer for the layers solved so far (the `thesis` game's layers 2–4 while
     its 5-player layer is solved); a page built then says so instead of "every player count"."""

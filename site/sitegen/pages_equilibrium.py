@@ -125,10 +125,14 @@ def push_fold_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         base, extra = divmod(units - 1, n - 1)
         examples.append(("a big blind all-in for 1 unit", [base + (1 if i < extra else 0) for i in range(n - 1)] + [1]))
     examples.append(("heads-up, even stacks", [units // 2, units - units // 2]))
-    pending = []  # examples whose layer has no strategies yet (a site built while the game is solved)
+    titles: dict[tuple[int, ...], list[str]] = {}  # one chart per state, however many examples it is
     for title, stacks in examples:
-        if sum(stacks) != units or min(stacks) < 1:
-            continue
+        if sum(stacks) == units and min(stacks) >= 1:
+            titles.setdefault(tuple(stacks), []).append(title)
+    pending = []  # examples whose layer has no strategies yet (a site built while the game is solved)
+    for stacks, names in titles.items():
+        title = names[0] + "".join(f" (also {name})" for name in names[1:])
+        stacks = list(stacks)
         grids = _state_grids(con, game, stacks) if len(stacks) in layers else pd.DataFrame()
         if grids.empty:
             pending.append(f"{title}, stacks {', '.join(map(str, stacks))} ({len(stacks)}-player layer)")
