@@ -247,6 +247,50 @@ def test_equity_page_shows_the_warehouse_numbers(tiny_build):
 
 
 
+def test_equity_page_shows_every_example_of_the_config(tiny_build, tmp_path):
+    """A config with several example stack vectors gets a section (tables and chart) for each: the
+    page had shown only the first, though `model_examples` held them all."""
+    import re
+
+    import duckdb
+    import pandas as pd
+
+    from engine import equity_models
+    from sitegen.pages import equity_models_page
+
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE games SET config_json = json_merge_patch(config_json, "
+                    "'{\"examples\": [[2, 5, 8, 13, 17], [3, 1]]}') WHERE game = 'tiny'")
+        columns = [r[0] for r in con.execute("DESCRIBE model_examples").fetchall()]
+        second = []
+        for model in ("harville", "weitzman", "roberts"):
+            P = equity_models.finishing_matrix(model, [3.0, 1.0])
+            v = equity_models.payoffs(P, [70, 30])
+            second += [{"game": "tiny", "example": 1, "model": model, "player": i, "stack": [3.0, 1.0][i],
+                        "place": k + 1, "probability": P[i, k], "payoff": v[i]} for i in range(2) for k in range(2)]
+        frame = pd.DataFrame(second)[columns]  # noqa: F841 (read by the INSERT below)
+        con.execute("INSERT INTO model_examples SELECT * FROM frame")
+        page = equity_models_page(con, "tiny")
+    assert "## The thesis example: stacks 2, 5, 8, 13, 17, prizes 70, 30" in page
+    assert "## Example 2: stacks 3, 1, prizes 70, 30" in page
+    tail = page.split("## Example 2")[1]
+    for row in second:
+        assert f"{row['payoff']:.4f}" in tail
+    ids = re.findall(r'id="(chart-[^"]+)"', page)
+    assert len(ids) == len(set(ids)) and sum(i.startswith("chart-example-bars") for i in ids) == 2
+
+
+@pytest.mark.parametrize("depth, named", [(0, "Roberts."), (1, "Roberts and FGS-1 (Future"),
+                                          (3, "Roberts and FGS-1 … FGS-3 (Future")])
+def test_models_page_names_the_fgs_models_the_config_has(depth, named):
+    from sitegen.pages_models import _models_named
+
+    text = "Models: " + _models_named({"fgs_depth": depth}) + "."
+    assert text.startswith("Models: Harville (ICM), Weitzman, ") and named in text and "FGS-0" not in text
+
+
 def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
     """The showdown page's equity against a random hand, by its printed query, equals the solver's
     (`engine.showdown`: opponents weighted by their ordered card-disjoint deals). Weighting by the

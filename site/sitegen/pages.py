@@ -204,7 +204,7 @@ The game's parameters (its config as JSON, with the prize pool) and the showdown
 ## Pages
 
 - [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
-- [Equity models](equity-models.md) — the three models on the thesis example and across the game's states.
+- [Equity models](equity-models.md) — the three models on the config's example stacks and across the game's states.
 {equilibrium_links}{model_links}- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
 """
 
@@ -291,12 +291,10 @@ JOIN hand_classes hc ON hc.class_id = t.c
 WHERE t.rollout = '{rollout_id}' ORDER BY n.k"""
 
 
-def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
-    cfg = game_info(con, game)
-    ex = con.execute("SELECT * FROM model_examples WHERE game = ? AND example = 0 ORDER BY model, player, place", [game]).df()
-    models = ["harville", "weitzman", "roberts"]
+def _example_section(ex: pd.DataFrame, index: int, stacks: list[float], prizes: str) -> str:
+    """One example's finishing matrices (a table per model) and bar chart, from its `model_examples` rows."""
     blocks = []
-    for m in models:
+    for m in ["harville", "weitzman", "roberts"]:
         sub = ex[ex.model == m]
         if sub.empty:
             continue
@@ -306,15 +304,32 @@ def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         wide["stack"] = wide["stack"].map("{:g}".format)
         blocks.append(f"### {m.capitalize()}\n\n{site_table(wide, decimals=4)}\n")
     bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d["stack"].map("{:g}".format) + ")")
+    # SPEC's example stacks (the thesis's) unless the config gave its own
+    name = "The thesis example" if list(stacks) == [2, 5, 8, 13, 17] else "The example"
+    if index:
+        name = f"Example {index + 1}"
+    return f"""## {name}: stacks {", ".join(f"{x:g}" for x in stacks)}, prizes {prizes}
+
+Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 … P{len(stacks)} the
+probabilities of finishing 1st … last (table `model_examples`, `example = {index}`).
+
+{chr(10).join(blocks)}
+{chart_html(charts.example_finishing_bars(bars), "example-bars" if index == 0 else f"example-bars-{index}")}
+"""
+
+
+def equity_models_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
+    cfg = game_info(con, game)
+    examples = con.execute("SELECT * FROM model_examples WHERE game = ? ORDER BY example, model, player, place",
+                           [game]).df()
     by_stack_sql = f"""SELECT p.model, p.stack, avg(p.payoff) AS payoff,
        p.stack / any_value(g.units) * any_value(g.prize_pool) AS proportional
 FROM model_payoffs p JOIN games g USING (game)
 WHERE p.game = '{game}' AND p.players = {cfg['players']} GROUP BY p.model, p.stack ORDER BY p.model, p.stack"""
     by_stack = con.execute(by_stack_sql).df()
-    stacks_str = ", ".join(f"{s:g}" for s in cfg["examples"][0])
-    # SPEC's example stacks (the thesis's) unless the config gave its own
-    example_name = "The thesis example" if list(cfg["examples"][0]) == [2, 5, 8, 13, 17] else "The example"
     prizes = ", ".join(f"{p:g}" for p in cfg["payouts"])
+    sections = [_example_section(examples[examples.example == i], i, stacks, prizes)
+                for i, stacks in enumerate(cfg["examples"])]
     return f"""# Equity models
 
 An equity model turns a stack vector into a **finishing matrix** P (players × places) and payoffs
@@ -328,14 +343,7 @@ places:
 - **Roberts** — the next player eliminated is chosen with probability ∝ (1/x_i²)·Σ_(j≠i) 1/x_j and his chips
   go to the survivors in proportion to 1/x_j. Computed over elimination orders.
 
-## {example_name}: stacks {stacks_str}, prizes {prizes}
-
-Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 … P{len(cfg['examples'][0])} the
-probabilities of finishing 1st … last (table `model_examples`).
-
-{chr(10).join(blocks)}
-{chart_html(charts.example_finishing_bars(bars), "example-bars")}
-
+{chr(10).join(sections)}
 ## Payoff against stack across the game
 
 Mean payoff of a stack of each size over all {cfg['players']}-player states of game `{game}` (every state
@@ -345,7 +353,8 @@ reference. The example stacks and the game are set in the game config (`examples
 
 ## Query it
 
-{query_block(f"SELECT model, player, stack, place, probability, payoff FROM model_examples WHERE game = '{game}' AND example = 0 ORDER BY model, player, place")}
+{query_block(f"SELECT example, model, player, stack, place, probability, payoff FROM model_examples "
+             f"WHERE game = '{game}' ORDER BY example, model, player, place")}
 {query_block(f'''SELECT s.stacks, p.model, p.position, p.payoff
 FROM model_payoffs p JOIN states s USING (game, players, state_id)
 WHERE p.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] ORDER BY p.model, p.position''')}

@@ -27,6 +27,14 @@ def configured_models(cfg: dict) -> list[str]:
     return ["harville", "weitzman", "roberts", *[f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1)]]
 
 
+def _models_named(cfg: dict) -> str:
+    """The configured models in words: no FGS range for fgs_depth 0 ("FGS-1 … FGS-0") or 1."""
+    depth = int(cfg.get("fgs_depth", 0))
+    fgs = {0: "", 1: " and FGS-1"}.get(depth, f" and FGS-1 … FGS-{depth}")
+    explained = " (Future Game Simulation: d hands solved ahead, then Harville)" if depth else ""
+    return f"Harville (ICM), Weitzman, Roberts{fgs}{explained}"
+
+
 def report_order(column: str = "model") -> str:
     """SQL sort key of the pages' row order: the equilibrium, then :func:`model_order`'s (the ICM
     family, FGS by depth), so that a page's printed query lists its rows as its table does."""
@@ -137,10 +145,9 @@ FROM model_sweeps WHERE game = '{game}' GROUP BY model ORDER BY {report_order()}
     return f"""# Models vs equilibrium
 
 How far each equity model's payoffs are from the equilibrium payoffs of game `{game}`, over every
-(state, position) pair of every player count (SPEC §7.3). Models: Harville (ICM), Weitzman,
-Roberts, and FGS-1 … FGS-{cfg.get('fgs_depth', 0)} (Future Game Simulation: d hands solved ahead,
-then Harville). Relative deviation = (model − equilibrium) / equilibrium; MAPD = mean |relative
-deviation| in %, MAD = mean |model − equilibrium| in $.
+(state, position) pair of every player count (SPEC §7.3). Models: {_models_named(cfg)}.
+Relative deviation = (model − equilibrium) / equilibrium; MAPD = mean |relative deviation| in %,
+MAD = mean |model − equilibrium| in $.
 {partial}{_pending_block(pending)}
 ## Deviation summary
 
