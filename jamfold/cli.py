@@ -189,6 +189,17 @@ def _game_flag(args: argparse.Namespace) -> str:
 
 
 # ---------------------------------------------------------------- site
+def _missing_game(con, args: argparse.Namespace, cfg, what: str) -> UsageError:
+    """The error for a game the warehouse lacks, naming the games it has: a game built from flags
+    (`./lab build --players 3 …`) is named after its profile and settings, and the commands that
+    read it take its config file, which the build wrote."""
+    how = _game_flag(args)
+    games = [g for (g,) in con.execute("SELECT game FROM games ORDER BY game").fetchall()]
+    others = (f"; the warehouse holds {', '.join(games)} (a game built from flags is read with --config "
+              f".dagster_home/configs/GAME.toml, which its build wrote)") if games else ""
+    return UsageError(f"{how.split()[0]}: game '{cfg.name}' {what} (build it first: ./lab build {how}){others}")
+
+
 def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
@@ -201,9 +212,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())  # (before the warehouse is read)
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            how = _game_flag(args)
-            raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
-                             f"(build it first: ./lab build {how})")
+            raise _missing_game(con, args, cfg, f"is not in the warehouse {path}")
     site = build_site(cfg.name, path, build_dir())
     print(f"site of '{cfg.name}' built from the warehouse as it is now: {site / 'index.html'}")
 
@@ -464,9 +473,7 @@ def cmd_state(args: argparse.Namespace) -> None:
         row = con.execute("SELECT state_id FROM states WHERE game = ? AND players = ? AND stacks = ?",
                           [cfg.name, n, stacks]).fetchone()
         if row is None:  # (the stacks are valid for the game: the game itself is missing, named by its flag)
-            how = _game_flag(args)
-            raise UsageError(f"{how.split()[0]}: game '{cfg.name}' is not built in the warehouse "
-                             f"(run ./lab build {how})")
+            raise _missing_game(con, args, cfg, "is not built in the warehouse")
         sid = row[0]
         eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
                                         "ORDER BY position", [cfg.name, n, sid]).fetchall()]
@@ -562,8 +569,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
         if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            raise UsageError(f"{_game_flag(args).split()[0]}: game '{cfg.name}' is not in the warehouse {path} "
-                             f"(build it first: ./lab build {_game_flag(args)})")
+            raise _missing_game(con, args, cfg, f"is not in the warehouse {path}")
         solved = {k for (k,) in con.execute("SELECT DISTINCT players FROM equilibrium_values WHERE game = ?",
                                              [cfg.name]).fetchall()}
         missing = [k for k in sizes if k not in solved]
@@ -672,7 +678,8 @@ def _whole_stacks(values: list[str], cfg) -> list[int]:
             raise UsageError(f"--stacks: every stack must be ≥ 1 unit (got {v})")
         out.append(x)
     if not 2 <= len(out) <= cfg.players:
-        raise UsageError(f"--stacks: game '{cfg.name}' has states of 2 to {cfg.players} players (got {len(out)} stacks)")
+        counts = "2 players" if cfg.players == 2 else f"2 to {cfg.players} players"
+        raise UsageError(f"--stacks: game '{cfg.name}' has states of {counts} (got {len(out)} stacks)")
     if sum(out) != cfg.units:
         raise UsageError(f"--stacks: stacks must sum to the game's units ({cfg.units}), they sum to {sum(out)}")
     return out

@@ -151,14 +151,17 @@ def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     record, done, work = _unit(folder, ex_post_unit(n), solved_at)
     if done:
         r = record[0]
-        return (f"{head} done in {r.get('rounds', '?')} nemesis rounds, largest gain {_money(r, 'max_gain')}, "
+        rounds = r.get("rounds", "?")
+        plural = "" if rounds == 1 else "s"
+        return (f"{head} done in {rounds} nemesis round{plural}, largest gain {_money(r, 'max_gain')}, "
                 f"mean {_money(r, 'mean_gain')} (saved {when(record[1])})")
     if work is None:
         return f"{head} " + (STALE.format(when(record[1])) if record is not None else "not started")
     st = nemesis_status(work, n)
     rounds = len(st.rounds)
     if st.converged:
-        return f"{head} converged in {rounds} nemesis rounds; its values go to the warehouse next"
+        plural = "" if rounds == 1 else "s"
+        return f"{head} converged in {rounds} nemesis round{plural}; its values go to the warehouse next"
     text = f"{head} {rounds} nemesis round{'s' if rounds != 1 else ''} done"
     if st.rounds:
         last = st.rounds[-1]

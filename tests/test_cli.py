@@ -355,7 +355,9 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     # a game the warehouse does not hold is named by the flag that chose it (it blamed --stacks)
     code, _, err = run(capsys, "state", "--profile", "gs08", "--stacks", "40", "5", "--warehouse",
                        str(tiny_build["warehouse"]))
-    assert code == 2 and "--profile: game 'gs08' is not built in the warehouse (run ./lab build --profile gs08)" in err
+    assert code == 2 and "--profile: game 'gs08' is not built in the warehouse (build it first: ./lab build " \
+                         "--profile gs08); the warehouse holds tiny (a game built from flags is read with --config " \
+                         ".dagster_home/configs/GAME.toml" in err
 
 
 def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):
