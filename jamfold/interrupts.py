@@ -32,7 +32,9 @@ import numba.core.event as numba_events
 
 
 class SigintWatch:
-    """A context manager (main thread only) that records the SIGINTs that arrive inside it.
+    """A context manager (main thread only) that records the SIGINTs that arrive inside it, and the
+    SIGTERMs (``timeout``, ``kill``): Dagster maps SIGTERM to its SIGINT handler, and one whose
+    interrupt Python dropped in a garbage-collection callback had let a build run on for minutes.
 
     ``poll()`` reads what arrived since the last poll; ``received`` says whether any did.
     """
@@ -71,7 +73,7 @@ class SigintWatch:
                 break
             if not data:
                 break
-            arrived = arrived or signal.SIGINT in data
+            arrived = arrived or signal.SIGINT in data or signal.SIGTERM in data  # (Dagster treats both alike)
         self.received = self.received or arrived
         return arrived
 

@@ -958,6 +958,24 @@ def test_an_interrupt_a_finalizer_drops_after_a_sigint_is_not_printed(monkeypatc
     assert sys.unraisablehook is before
 
 
+def test_the_build_watch_counts_a_sigterm_as_an_interrupt():
+    """Dagster maps SIGTERM (``timeout``, ``kill``) to its SIGINT handler; the watch records it too,
+    so a SIGTERM whose interrupt Python dropped still stops the build (a `timeout 150` build whose
+    interrupt landed in a garbage-collection callback ran on for ten minutes)."""
+    import signal
+
+    from jamfold.interrupts import SigintWatch
+
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # (not the default: that would end the tests)
+    try:
+        with SigintWatch() as watch:
+            assert not watch.poll()
+            signal.raise_signal(signal.SIGTERM)
+            assert watch.poll() and watch.received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @numba.njit
 def _add_one_shielded(x):
     return x + 1
