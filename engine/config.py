@@ -164,7 +164,9 @@ def _validate(cfg: GameConfig) -> None:
     if any(p[i] < p[i + 1] for i in range(len(p) - 1)):
         raise ConfigError("payouts", "must be non-increasing (1st place pays at least as much as 2nd, …)", list(p))
     if len(p) > cfg.players:
-        raise ConfigError("payouts", f"pays {len(p)} places but the game has only {cfg.players} players", list(p))
+        hint = " (leave out the places past the last player: they pay 0 anyway)" if not any(p[cfg.players:]) else ""
+        raise ConfigError("payouts", f"lists {len(p)} places but the game has only {cfg.players} players{hint}",
+                          list(p))
     if sum(p) <= 0:
         raise ConfigError("payouts", "must pay a positive prize pool", list(p))
     lo, hi = PRIZE_POOL_RANGE

@@ -77,6 +77,15 @@ def test_bad_values_name_field_and_rule(overrides, field):
     assert str(info.value).startswith(f"{field}: ") and len(info.value.rule) > 10
 
 
+def test_more_places_than_players_says_when_the_extra_ones_pay_nothing():
+    with pytest.raises(ConfigError) as info:
+        profile("quick", players=3, payouts=(100, 0, 0, 0))
+    assert info.value.field == "payouts" and "lists 4 places but the game has only 3 players (leave out" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        profile("quick", players=3, payouts=(50, 30, 15, 5))
+    assert "lists 4 places but the game has only 3 players" in str(info.value) and "leave out" not in str(info.value)
+
+
 def test_unknown_profile():
     with pytest.raises(ConfigError, match="profile: unknown profile"):
         profile("huge")
