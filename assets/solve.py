@@ -40,9 +40,9 @@ LAYERS = (2, 3, 4, 5)
 REOPEN_REMEDY = ("run the same build again: it reopens the layer and tries the states above gamma again with a "
                  "larger CFR+ iteration cap (engine.tournament.HELD_RETRIES)")
 CYCLE_REMEDY = ("PI-CFR+ does not settle on this game: the layer's values cycled instead (its solve log's last "
-                "outer iterations each moved them by dollars; engine.target_ladder.values_cycling), and building it "
-                "again only runs one more outer iteration. Games with flat top prizes, such as 50/50/0, do this: "
-                "choose prizes that differ more")
+                "outer iterations each moved them by over 1 % of the prize money; "
+                "engine.target_ladder.values_cycling), and the layer is kept as it ended: building again does not "
+                "change it. Games with flat top prizes, such as 50/50/0, do this: choose prizes that differ more")
 LAYER_CHECKS = {
     "values_sum_to_open_prizes": "every state of the layer has a value for each position, and they sum to the "
                                  "prizes of the places still open (within 1e-6 $)",
@@ -204,7 +204,7 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
     over += m - measured  # a state with no measured exploitability is not within gamma
     log = con.execute("SELECT target, states_updated, max_delta_v FROM solve_log WHERE game = ? AND players = ? "
                       "ORDER BY outer_iteration", [cfg.name, n]).df().to_dict("records")
-    cycled = values_cycling(log)
+    cycled = values_cycling(log, open_prize)
     return [
         dg.AssetCheckResult(check_name="values_sum_to_open_prizes", passed=bool(err <= 1e-6 and complete == m),
                             metadata={"max_error_usd": float(err), "open_prizes": open_prize,

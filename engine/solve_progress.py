@@ -64,7 +64,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
         return "warning", (f"{head}: the values are cycling, not settling: {event['window']} outer iterations in a "
                            f"row at target {event['target']:.1e} $ each moved them by at least "
                            f"{event['max_delta_v']:.2e} $. PI-CFR+ does not converge on this game (flat top prizes, "
-                           f"such as 50/50/0, do this), so the layer stops here with its states measured exactly; "
+                           f"such as 50/50/0, do this), so the layer stops here and measures every state exactly; "
                            f"its exploitability check reports those above gamma")
     if kind == "preparing":
         return "info", f"{head}: building the hand trees of its {event['states']:,} states"

@@ -82,30 +82,34 @@ def level_of(target: float, gamma: float, players: int) -> int:
     return 1 + min(range(len(levels)), key=lambda k: abs(levels[k] - target) / levels[k])
 
 
+
 CYCLE_WINDOW = 24
-"""Outer iterations in a row at one target whose values all moved by more than :data:`CYCLE_FACTOR`
-times it: a layer that does that is not settling, and its solve stops (see :func:`values_cycling`)."""
+"""Outer iterations in a row at one target, each updating states and moving the values by more
+than :data:`CYCLE_SHARE` of the layer's prize money: a layer that does that is not settling, and
+its solve stops (see :func:`values_cycling`)."""
 
-CYCLE_FACTOR = 100.0
-"""See :data:`CYCLE_WINDOW`. A settling level shrinks its largest value change about 3× per outer
-iteration, to 10–20× its target (PERFORMANCE.md, "The outer loop"), within a few outer iterations."""
+CYCLE_SHARE = 0.01
+"""See :data:`CYCLE_WINDOW`: 1 % of the prizes still open ($1 of a $100 pool)."""
 
 
-def values_cycling(log: list[dict]) -> bool:
+def values_cycling(log: list[dict], open_prizes: float) -> bool:
     """Whether a layer's values are cycling instead of settling: its last :data:`CYCLE_WINDOW` outer
     iterations (``log``, see :func:`engine.tournament.solve_layer`) all ran at one target, each
-    updated states and each moved the values by more than :data:`CYCLE_FACTOR` times that target.
+    updated states and each moved some value by more than :data:`CYCLE_SHARE` of ``open_prizes``
+    (the prizes of the places the layer's players still play for, $).
 
     PI-CFR+ is not sure to converge. With flat top prizes (50/50/0 for 3 players, even 50/49/0) the
     3-player layer's values cycle for ever: each outer iteration's ε-equilibria move other states'
-    values by $3–20 on a $100 pool, period after period (6 outer iterations on the 6-unit game),
-    and the target never tightens. Settling layers are far from the rule: the 45-unit 4-player
-    layer's longest level took 39 outer iterations, its value changes down to cents within the
-    first few; a first level moves its values by dollars for at most a few outer iterations.
+    values by $3–20 of the $100, period after period (6 outer iterations on the 6-unit game), and
+    the target never tightens. The rule is relative to the prize money, not to the target, which
+    a settling layer's value changes exceed too (the `thesis` 5-player layer moved values by $0.17
+    at gamma, $0.0001). Settling layers are far from it: a first level moves values by dollars
+    for 3–5 outer iterations (at most $9.48 of $100 in the `thesis` 5-player layer's first, $3.32
+    in its second), and a level's later outer iterations by cents or less.
     """
     if len(log) < CYCLE_WINDOW:
         return False
     window = log[-CYCLE_WINDOW:]
     target = window[-1]["target"]
     return all(abs(e["target"] - target) <= 1e-6 * target  # (a target read back went through float32)
-               and e["states_updated"] > 0 and e["max_delta_v"] > CYCLE_FACTOR * target for e in window)
+               and e["states_updated"] > 0 and e["max_delta_v"] > CYCLE_SHARE * open_prizes for e in window)

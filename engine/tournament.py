@@ -340,10 +340,11 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
     The layer ends when an outer iteration at gamma updates no state (SPEC §6), however many
     outer iterations that takes, unless ``max_outer`` caps their total (tests and benchmarks: a
     later call with a larger cap goes on from the checkpoint) or its values cycle instead of
-    settling (:func:`engine.target_ladder.values_cycling`; progress event ``not_converging``; a
-    later call goes on for one more outer iteration, then stops again). A layer stopped by the cap before it
-    settled has every state's exploitability measured under its final values, so what it reports
-    is what its profile is, not the bounds of an outer iteration whose values have since moved.
+    settling (:func:`engine.target_ladder.values_cycling`; progress event ``not_converging``; the
+    layer is saved as finished, and a later call reads it back as it ended). A layer stopped by
+    the cap or a cycle before it settled has every state's exploitability measured under its final
+    values, so what it reports is what its profile is, not the bounds of an outer iteration whose
+    values have since moved.
     """
     args = (units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations, checkpoint,
             progress, loose, checkpoint_every, held_retries)
@@ -358,6 +359,7 @@ def solve_layer(units: int, n: int, payouts: tuple[float, ...], gamma: float, te
 def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations,
                  checkpoint, progress, loose, checkpoint_every, held_retries) -> LayerSolution:
     slack = SOLVE_SLACK.get(n, 1.0)
+    open_prizes = float(sum(payouts[:n]))  # ($: what the layer's values share, see values_cycling)
     t_start = time.perf_counter()
     release_free_memory()  # what earlier work freed, before this layer's solvers are made (SolverPool)
     if progress:  # (the 45-unit 5-player layer's hands take minutes to build)
@@ -400,7 +402,8 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished,
                       "over_gamma": len(over), "settled": ledger.settled})
-        if len(over):  # finished above gamma: this run may retry its held states again (see HELD_RETRIES)
+        if len(over) and not values_cycling(log, open_prizes):  # finished above gamma: this run may retry its
+            # held states again (see HELD_RETRIES); a layer stopped because its values cycled stays as it ended
             ledger.held_retries_allowed = ledger.held_retries + held_retries
             finished = not retry_held(over, start_outer)
     pool = SolverPool(threads, largest_hand(hands))
@@ -574,7 +577,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
             if ledger.settled:
                 converged = True
                 break
-            if values_cycling(log):
+            if values_cycling(log, open_prizes):
                 cycling = True
                 if progress:
                     progress({"event": "not_converging", "players": n, "outer_iteration": outer + 1,
@@ -583,9 +586,10 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
                 break
         if not finished:
             _measure_last(n, {**lower_values, n: V}, hands, solvers, ledger, pool, order, tree_kinds, len(log),
-                          checkpoint if converged else None, checkpoint_every, progress, every_state=not converged,
+                          checkpoint if converged or cycling else None, checkpoint_every, progress,
+                          every_state=not converged,
                           why="its values cycle" if cycling else "at its cap of outer iterations")
-            if checkpoint is not None and converged:  # (stopped by max_outer, a later call goes on)
+            if checkpoint is not None and (converged or cycling):  # (stopped by max_outer: a later call goes on)
                 save_layer(checkpoint, n, V, log, len(log), solvers, ledger, finished=True)
     finally:
         pool.close()

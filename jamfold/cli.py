@@ -192,11 +192,14 @@ def _game_flag(args: argparse.Namespace) -> str:
 def _missing_game(con, args: argparse.Namespace, cfg, what: str) -> UsageError:
     """The error for a game the warehouse lacks, naming the games it has: a game built from flags
     (`./lab build --players 3 …`) is named after its profile and settings, and the commands that
-    read it take its config file, which the build wrote."""
+    read it take the config file its build wrote (given here where it exists)."""
     how = _game_flag(args)
-    games = [g for (g,) in con.execute("SELECT game FROM games ORDER BY game").fetchall()]
-    others = (f"; the warehouse holds {', '.join(games)} (a game built from flags is read with --config "
-              f".dagster_home/configs/GAME.toml, which its build wrote)") if games else ""
+    folder = _configs_folder(Path(__file__).resolve().parent.parent)
+    games = []
+    for (game,) in con.execute("SELECT game FROM games WHERE game <> ? ORDER BY game", [cfg.name]).fetchall():
+        written = folder / f"{game}.toml"
+        games.append(f"{game} (--config {written})" if written.is_file() else game)
+    others = f"; the warehouse holds {', '.join(games)}" if games else ""
     return UsageError(f"{how.split()[0]}: game '{cfg.name}' {what} (build it first: ./lab build {how}){others}")
 
 
@@ -350,9 +353,14 @@ def _config_from_args(args: argparse.Namespace):
     return with_overrides(_game_config(args), **{k: getattr(args, k) for k in _OVERRIDES})
 
 
+def _configs_folder(repo: Path) -> Path:
+    """Where a build keeps the config files of games made from flags (under the Dagster home)."""
+    return Path(os.environ.get("DAGSTER_HOME") or repo / ".dagster_home") / "configs"
+
+
 def _write_config(cfg, repo: Path) -> Path:
     """Persist an ad-hoc config so Dagster (and a later `dagster dev`) can reload exactly it."""
-    path = Path(os.environ.get("DAGSTER_HOME") or repo / ".dagster_home") / "configs" / f"{cfg.name}.toml"
+    path = _configs_folder(repo) / f"{cfg.name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for k, v in cfg.to_dict().items():

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -338,7 +339,7 @@ def test_showdown_human(capsys):
     assert code == 0 and "P(AKs wins)" in out and "deal weight" in out
 
 
-def test_state_json_from_the_tiny_build(capsys, tiny_build):
+def test_state_json_from_the_tiny_build(capsys, tiny_build, tmp_path, monkeypatch):
     code, out, err = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
                          "--warehouse", str(tiny_build["warehouse"]), "--json")
     assert code == 0, err
@@ -356,8 +357,15 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build):
     code, _, err = run(capsys, "state", "--profile", "gs08", "--stacks", "40", "5", "--warehouse",
                        str(tiny_build["warehouse"]))
     assert code == 2 and "--profile: game 'gs08' is not built in the warehouse (build it first: ./lab build " \
-                         "--profile gs08); the warehouse holds tiny (a game built from flags is read with --config " \
-                         ".dagster_home/configs/GAME.toml" in err
+                         "--profile gs08); the warehouse holds tiny" in err
+    # ... with the config file a build from flags wrote, where there is one (under DAGSTER_HOME)
+    written = tmp_path / "dagster" / "configs" / "tiny.toml"
+    written.parent.mkdir(parents=True)
+    written.write_text(Path(tiny_build["config"]).read_text())
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    code, _, err = run(capsys, "state", "--profile", "gs08", "--stacks", "40", "5", "--warehouse",
+                       str(tiny_build["warehouse"]))
+    assert code == 2 and f"the warehouse holds tiny (--config {written})" in err
 
 
 def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):

@@ -273,7 +273,7 @@ def test_equity_page_shows_every_example_of_the_config(tiny_build, tmp_path):
         frame = pd.DataFrame(second)[columns]  # noqa: F841 (read by the INSERT below)
         con.execute("INSERT INTO model_examples SELECT * FROM frame")
         page = equity_models_page(con, "tiny")
-    assert "## The thesis example: stacks 2, 5, 8, 13, 17, prizes 70, 30" in page
+    assert "## Example 1 (the thesis example): stacks 2, 5, 8, 13, 17, prizes 70, 30" in page
     assert "## Example 2: stacks 3, 1, prizes 70, 30" in page
     tail = page.split("## Example 2")[1]
     for row in second:

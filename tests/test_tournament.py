@@ -656,27 +656,33 @@ def test_the_target_tightens_by_root_ten_once_a_level_settles():
 
 
 def test_values_cycling_needs_a_whole_window_of_large_moves_at_one_target():
-    from engine.target_ladder import CYCLE_FACTOR, CYCLE_WINDOW, values_cycling
+    from engine.target_ladder import CYCLE_SHARE, CYCLE_WINDOW, values_cycling
 
     def entry(target, delta, updated=3):
         return {"target": target, "max_delta_v": delta, "states_updated": updated}
 
-    big = 2 * CYCLE_FACTOR * 1e-2
+    pool = 100.0
+    big = 2 * CYCLE_SHARE * pool
     cycle = [entry(1e-2, big)] * CYCLE_WINDOW
-    assert values_cycling(cycle)
-    assert values_cycling([entry(1e-2, big)] * (CYCLE_WINDOW - 1) + [entry(float(np.float32(1e-2)), big)])
-    assert not values_cycling(cycle[1:])  # one outer iteration short
-    assert not values_cycling(cycle[:-1] + [entry(1e-2, CYCLE_FACTOR * 1e-2 / 2)])  # one settled-ish move
-    assert not values_cycling(cycle[:-1] + [entry(1e-2, big, updated=0)])  # an outer iteration updating nothing
-    assert not values_cycling([entry(10 ** -1.5, big)] + cycle[1:])  # the window spans two targets
-    settling = [entry(1e-2, 20.0 / 3 ** k) for k in range(3 * CYCLE_WINDOW)]  # shrinking 3× per outer iteration
-    assert not any(values_cycling(settling[:k]) for k in range(len(settling) + 1))
+    assert values_cycling(cycle, pool)
+    assert not values_cycling(cycle, 3 * pool)  # the same moves are small in a larger pool
+    assert values_cycling([entry(1e-2, big)] * (CYCLE_WINDOW - 1) + [entry(float(np.float32(1e-2)), big)], pool)
+    assert not values_cycling(cycle[1:], pool)  # one outer iteration short
+    assert not values_cycling(cycle[:-1] + [entry(1e-2, CYCLE_SHARE * pool / 2)], pool)  # one small move
+    assert not values_cycling(cycle[:-1] + [entry(1e-2, big, updated=0)], pool)  # an outer iteration updating nothing
+    assert not values_cycling([entry(10 ** -1.5, big)] + cycle[1:], pool)  # the window spans two targets
+    # a settling layer: a first level moving values by dollars for a few outer iterations, then
+    # shrinking 3× per outer iteration; a long tail at gamma moving them by up to $0.3
+    settling = [entry(0.1, 9.5 / 3 ** k) for k in range(5)] + [entry(1e-4, 0.3)] * (3 * CYCLE_WINDOW)
+    assert not any(values_cycling(settling[:k], pool) for k in range(len(settling) + 1))
 
 
-def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors):
+def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors, tmp_path):
     """With flat top prizes the 3-player layer's values cycle for ever (PI-CFR+ is not sure to
     converge): the solve stops after a window of such outer iterations, sends ``not_converging``,
-    and still measures every state under its final values; a game with prizes that differ settles."""
+    and still measures every state under its final values; solved again from its checkpoint, it
+    is read back as it ended (no outer iteration moves its values again, which would also void the
+    next layer's checkpoints); a game with prizes that differ settles."""
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
     from engine.target_ladder import CYCLE_WINDOW, values_cycling
@@ -685,8 +691,8 @@ def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors):
     lower = {2: solve_layer(6, 2, flat, GAMMA, tiny_tensors, {}, threads=1).values}
     events: list[dict] = []
     layer = solve_layer(6, 3, flat, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
-                        progress=events.append)
-    assert CYCLE_WINDOW <= len(layer.log) < 5 * CYCLE_WINDOW and values_cycling(layer.log)
+                        progress=events.append, checkpoint=tmp_path)
+    assert CYCLE_WINDOW <= len(layer.log) < 5 * CYCLE_WINDOW and values_cycling(layer.log, sum(flat))
     assert [e["outer_iteration"] for e in events if e["event"] == "not_converging"] == [len(layer.log)]
     assert [e["why"] for e in events if e["event"] == "measuring"] == ["its values cycle"]
     values = {**lower, 3: layer.values}
@@ -694,6 +700,12 @@ def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors):
         e, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values), sigma=layer.strategy[s])
         assert e == pytest.approx(layer.exploitability[s], abs=1e-9), s
     assert layer.exploitability.max() > GAMMA  # (else the stop would not matter: it would be an equilibrium)
+    again: list[dict] = []
+    kept = solve_layer(6, 3, flat, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
+                       progress=again.append, checkpoint=tmp_path)
+    assert np.array_equal(kept.values, layer.values) and len(kept.log) == len(layer.log)
+    assert np.array_equal(kept.exploitability, layer.exploitability)
+    assert not any(e["event"] in ("outer", "not_converging", "measuring") for e in again)
 
     events.clear()
     apart = (65.0, 35.0, 0.0)

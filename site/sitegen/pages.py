@@ -291,7 +291,7 @@ JOIN hand_classes hc ON hc.class_id = t.c
 WHERE t.rollout = '{rollout_id}' ORDER BY n.k"""
 
 
-def _example_section(ex: pd.DataFrame, index: int, stacks: list[float], prizes: str) -> str:
+def _example_section(ex: pd.DataFrame, index: int, count: int, stacks: list[float], prizes: str) -> str:
     """One example's finishing matrices (a table per model) and bar chart, from its `model_examples` rows."""
     blocks = []
     for m in ["harville", "weitzman", "roberts"]:
@@ -304,10 +304,12 @@ def _example_section(ex: pd.DataFrame, index: int, stacks: list[float], prizes: 
         wide["stack"] = wide["stack"].map("{:g}".format)
         blocks.append(f"### {m.capitalize()}\n\n{site_table(wide, decimals=4)}\n")
     bars = ex.assign(player_label=lambda d: "player " + (d.player + 1).astype(str) + " (" + d["stack"].map("{:g}".format) + ")")
-    # SPEC's example stacks (the thesis's) unless the config gave its own
-    name = "The thesis example" if list(stacks) == [2, 5, 8, 13, 17] else "The example"
-    if index:
-        name = f"Example {index + 1}"
+    # SPEC's example stacks (the thesis's) unless the config gave its own; numbered if it gave several
+    thesis = list(stacks) == [2, 5, 8, 13, 17]
+    if count == 1:
+        name = "The thesis example" if thesis else "The example"
+    else:
+        name = f"Example {index + 1}" + (" (the thesis example)" if thesis else "")
     return f"""## {name}: stacks {", ".join(f"{x:g}" for x in stacks)}, prizes {prizes}
 
 Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 … P{len(stacks)} the
@@ -328,7 +330,7 @@ FROM model_payoffs p JOIN games g USING (game)
 WHERE p.game = '{game}' AND p.players = {cfg['players']} GROUP BY p.model, p.stack ORDER BY p.model, p.stack"""
     by_stack = con.execute(by_stack_sql).df()
     prizes = ", ".join(f"{p:g}" for p in cfg["payouts"])
-    sections = [_example_section(examples[examples.example == i], i, stacks, prizes)
+    sections = [_example_section(examples[examples.example == i], i, len(cfg["examples"]), stacks, prizes)
                 for i, stacks in enumerate(cfg["examples"])]
     return f"""# Equity models
 
