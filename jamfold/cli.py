@@ -328,6 +328,9 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
         print("jamfold: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
         raise SystemExit(130)
     if not result.success:
+        if progress.remedies and not progress.reasons:  # a failed check that says what to do: its words
+            print(f"jamfold: build failed: {progress.remedies[0]}; finished assets are kept", file=sys.stderr)
+            raise SystemExit(1)
         why = "".join(f": {reason}" for reason in progress.reasons[:1])
         print(f"jamfold: build failed{why}; finished assets are kept, run the same command again to resume",
               file=sys.stderr)

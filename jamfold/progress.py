@@ -55,6 +55,7 @@ class BuildProgress(logging.Handler):
                         "[{elapsed}{postfix}]", dynamic_ncols=True, leave=True)
         self.failed: list[str] = []
         self.reasons: list[str] = []  # the self-explaining messages of the failed steps, each once
+        self.remedies: list[str] = []  # the failed checks that say what to do (their `remedy` metadata)
         self.interrupted = False  # Ctrl-C or SIGINT: Dagster records the running step as interrupted
         self._stopping = False  # a step failed with Dagster's interrupt error: the run stops after it
 
@@ -95,6 +96,9 @@ class BuildProgress(logging.Handler):
         elif kind == EVENT.ASSET_CHECK_EVALUATION.value and getattr(data, "passed", True) is False:
             shown = ", ".join(f"{k} = {getattr(v, 'value', v)}" for k, v in (data.metadata or {}).items())
             level, message = logging.WARNING, f"asset check '{data.check_name}' failed" + (f" ({shown})" if shown else "")
+            remedy = (data.metadata or {}).get("remedy")
+            if remedy is not None:
+                self.remedies.append(f"{step}'s check {data.check_name} failed: {getattr(remedy, 'value', remedy)}")
         if level >= logging.INFO:
             stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
             prefix = "" if level == logging.INFO else f"{logging.getLevelName(level)}: "

@@ -536,6 +536,28 @@ def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     assert "assets: 1/2" in text  # the bar, drawn on the stream
 
 
+def test_a_failed_check_with_a_remedy_gives_the_builds_last_line():
+    """A blocking check that says what to do (its `remedy`: states held above gamma, values that
+    cycled) is what the build's last line repeats, instead of a bare "run the same command again",
+    which does not help a layer whose values cycled; a step's own error still comes first."""
+    import io
+    import logging
+
+    from jamfold.progress import BuildProgress
+
+    def check(remedy):
+        meta = {"states_over": SimpleNamespace(value=8), "remedy": SimpleNamespace(value=remedy)}
+        return _record(logging.DEBUG, "check", "ASSET_CHECK_EVALUATION",
+                       data=SimpleNamespace(passed=False, check_name="exploitability_within_gamma", metadata=meta))
+
+    progress = BuildProgress(total=3, stream=io.StringIO(), bar=False)
+    progress.emit(_record(logging.DEBUG, "check", "ASSET_CHECK_EVALUATION",
+                          data=SimpleNamespace(passed=True, check_name="values_sum_to_open_prizes", metadata={})))
+    progress.emit(check("PI-CFR+ does not settle on this game"))
+    assert progress.remedies == ["solve_3p's check exploitability_within_gamma failed: PI-CFR+ does not settle on "
+                                 "this game"]
+
+
 def _tiny_game(tmp_path, setenv):
     """The tiny game's config in ``tmp_path``, with its own build, cache and Dagster folders there
     (each variable passed to ``setenv``); returns the config's path."""
@@ -627,6 +649,32 @@ def test_build_progress_names_a_busy_warehouse_once_and_keeps_other_tracebacks()
     assert text.count("Stack Trace") == 1 and "Stack Trace: …\nOSError: disk full" in text
     assert progress.reasons == ["the warehouse w.duckdb is in use by duckdb (PID 7)"]
     assert progress.failed == ["rollout_pairs", "rollout_triples", "site"]
+
+
+def test_a_game_whose_values_cycle_ends_its_build_on_the_checks_remedy(capsys, tmp_path, monkeypatch):
+    """The tiny game with flat top prizes (50/50/0): its 3-player layer's values cycle, the solve
+    stops with a warning, the layer's check fails, and the build's last line gives the check's
+    remedy (not "run the same command again to resume"); built again, the layer is read back as it
+    ended, with the same failure and no outer iteration more."""
+    import duckdb
+
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
+    warehouse = tmp_path / "lab.duckdb"
+    args = ("build", "--config", str(config), "--payouts", "50", "50", "0", "--skip-models", "--warehouse",
+            str(warehouse))
+    code, _, err = run(capsys, *args)
+    assert code == 1 and "solve_3p - WARNING: 3-player layer, outer iteration" in err
+    assert "the values are cycling, not settling: 24 outer iterations in a row" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("jamfold: build failed: solve_3p's check exploitability_within_gamma failed: PI-CFR+ "
+                           "does not settle on this game") and last.endswith("; finished assets are kept")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        log = con.execute("SELECT count(*) FROM solve_log WHERE players = 3").fetchone()[0]
+    code, _, err = run(capsys, *args)
+    assert code == 1 and "3-player layer finished above gamma in an earlier run" in err
+    assert "the values are cycling" not in err and err.strip().splitlines()[-1] == last
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM solve_log WHERE players = 3").fetchone()[0] == log
 
 
 def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
