@@ -414,12 +414,12 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
     wave, source = warm_start_waves(stacks)
     tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
     converged = ledger.settled and not finished  # (resumed in its final measurement)
-    cycling = False
+    cycling = not finished and values_cycling(log, open_prizes)  # (resumed in the measurement after a cycle)
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:
         outers = itertools.count(start_outer) if max_outer is None else range(start_outer, max_outer)
-        for outer in ([] if finished or converged else outers):
+        for outer in ([] if finished or converged or cycling else outers):
             t0 = time.perf_counter()
             values = {**lower_values, n: V}
             ledger.skipped[:] = False

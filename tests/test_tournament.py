@@ -707,6 +707,24 @@ def test_a_layer_whose_values_cycle_stops_and_says_so(tiny_tensors, tmp_path):
     assert np.array_equal(kept.exploitability, layer.exploitability)
     assert not any(e["event"] in ("outer", "not_converging", "measuring") for e in again)
 
+    # interrupted in its final measurement, the stopped layer resumes there, with no outer iteration more
+    from engine import tournament
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    folder = tmp_path / "interrupted"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tournament, "_measure_last", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            solve_layer(6, 3, flat, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
+                        checkpoint=folder)
+    again.clear()
+    resumed = solve_layer(6, 3, flat, GAMMA, tiny_tensors, lower, threads=1, max_outer=5 * CYCLE_WINDOW,
+                          progress=again.append, checkpoint=folder)
+    assert len(resumed.log) == len(layer.log) and np.array_equal(resumed.values, layer.values)
+    assert not any(e["event"] == "outer" for e in again) and any(e["event"] == "measuring" for e in again)
+
     events.clear()
     apart = (65.0, 35.0, 0.0)
     lower = {2: solve_layer(6, 2, apart, GAMMA, tiny_tensors, {}, threads=1).values}
