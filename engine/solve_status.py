@@ -24,6 +24,7 @@ from engine.best_response import round_blocks, rounds_saved
 from engine.checkpoint import layer_path, read_log, reading_checkpoint, step_blocks
 from engine.profile_outcomes import outcome_blocks
 from engine.sweep_checkpoint import layer_saved_at, part_paths, saved_layer_wall_s
+from engine.target_ladder import values_cycling
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ class LayerStatus:
     once it has finished (None before); ``current``: the states finished in the outer iteration in
     progress (or measured, once ``settled``), kept in its block files; ``saved_at``: when
     ``layer{n}.npz`` was last written (POSIX time; None before), which for a finished layer is
-    when its solution was."""
+    when its solution was. ``cycled``: the layer's values cycled instead of settling, and its solve
+    stopped (:func:`engine.target_ladder.values_cycling`; known only given the layer's prizes)."""
 
     players: int
     states: int
@@ -76,25 +78,29 @@ class LayerStatus:
     max_exploitability: float | None
     current: BlocksKept
     saved_at: float | None = None
+    cycled: bool = False
 
     @property
     def started(self) -> bool:
         return self.outer_done > 0 or self.current.states > 0
 
 
-def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
-    """The ``n``-player layer's status (``states`` in the layer) from the checkpoints in ``folder``.
+def layer_status(folder: Path, n: int, states: int, open_prizes: float | None = None) -> LayerStatus:
+    """The ``n``-player layer's status (``states`` in the layer) from the checkpoints in ``folder``;
+    ``open_prizes`` ($, the prizes its players still play for) tells whether its values cycled.
 
     Blocks of any other step than the one in progress (left by an interrupt between a layer save
     and their deletion, which the next resume deletes) are not counted."""
-    outer, finished, settled, last, worst, saved_at = 0, False, False, None, None, None
+    outer, finished, settled, last, worst, saved_at, cycled = 0, False, False, None, None, None, False
     path = layer_path(folder, n)
     if path.exists():
         with reading_checkpoint(path), np.load(path) as data:
             outer = int(data["outer"])
             finished = bool(data["finished"]) if "finished" in data else False
             settled = bool(data["settled"]) if "settled" in data else False
-            last = (read_log(data) or [None])[-1]
+            log = read_log(data)
+            last = (log or [None])[-1]
+            cycled = open_prizes is not None and values_cycling(log, open_prizes)
             if finished and "bound" in data:
                 worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
         saved_at = path.stat().st_mtime
@@ -103,7 +109,7 @@ def layer_status(folder: Path, n: int, states: int) -> LayerStatus:
     step = "measure" if settled and not finished else "outer"
     current = blocks_kept(block for k, _, block in step_blocks(folder, f"layer{n}", step) if k == outer)
     return LayerStatus(players=n, states=states, outer_done=outer, finished=finished, settled=settled, last=last,
-                       max_exploitability=worst, current=current, saved_at=saved_at)
+                       max_exploitability=worst, current=current, saved_at=saved_at, cycled=cycled)
 
 
 def outcomes_status(folder: Path, n: int) -> BlocksKept:

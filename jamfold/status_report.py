@@ -63,6 +63,9 @@ def layer_lines(st: LayerStatus, gamma: float) -> list[str]:
         if st.current.states:  # reopened by a build to retry its states above gamma
             return [f"{head} solved above gamma in {st.outer_done} outer iterations{worst}; reopened",
                     f"  outer iteration {st.outer_done + 1}: " + kept(st.current, f"of {st.states:,} states done")]
+        if st.cycled:
+            return [f"{head} stopped after {st.outer_done} outer iterations, its values cycling instead of "
+                    f"settling{worst}; kept as it ended (PI-CFR+ does not settle on this game)"]
         return [f"{head} solved, {st.outer_done} outer iterations{worst}"
                 + ("; above gamma: the next build reopens it to retry those states" if above else "")]
     if not st.started:
@@ -289,7 +292,7 @@ def report(cfg: GameConfig, solve_folder: Path, cache: Path) -> Iterator[str]:
     for n in range(2, cfg.players + 1):
         states = n_states(cfg.units, n)
         try:
-            st = layer_status(solve_folder, n, states)
+            st = layer_status(solve_folder, n, states, float(sum(cfg.payouts[:n])))
         except DamagedCheckpoint as exc:  # say so and go on with the other layers
             yield f"{n}-player layer: {exc}"
             solved_at = float("inf")

@@ -675,6 +675,10 @@ def test_a_game_whose_values_cycle_ends_its_build_on_the_checks_remedy(capsys, t
     assert "the values are cycling" not in err and err.strip().splitlines()[-1] == last
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM solve_log WHERE players = 3").fetchone()[0] == log
+    # `jamfold progress` says so too (it had promised that the next build reopens the layer)
+    code, out, _ = run(capsys, "progress", "--config", str(config), "--payouts", "50", "50", "0")
+    assert code == 0 and f"3-player layer (10 states): stopped after {log} outer iterations, its values cycling " \
+                         "instead of settling" in out and "reopens" not in out
 
 
 def test_build_skip_models_publishes_the_equilibrium_first(capsys, tmp_path, monkeypatch):
