@@ -377,7 +377,7 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
     ledger = Ledger.empty([len(h.term_kind) for h in hands], n)
     log: list[dict] = []
     start_outer = 0
-    finished = False
+    finished = cycling = False
     ledger.held_retries_allowed = held_retries
 
     def retry_held(over: np.ndarray, outer_iteration: int) -> bool:
@@ -398,12 +398,12 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
         check_lower_fingerprint(checkpoint, n, lower_fingerprint(lower_values))
     if checkpoint is not None and layer_path(checkpoint, n).exists():
         V, log, start_outer, finished = load_layer(checkpoint, n, solvers, ledger)
+        cycling = values_cycling(log, open_prizes)  # stopped by a cycle: kept as it ended, or measured if not yet
         over = np.flatnonzero(ledger.bound > gamma) if finished else np.zeros(0, np.int64)
         if progress:
             progress({"event": "resumed", "players": n, "outer": start_outer, "finished": finished,
                       "over_gamma": len(over), "settled": ledger.settled})
-        if len(over) and not values_cycling(log, open_prizes):  # finished above gamma: this run may retry its
-            # held states again (see HELD_RETRIES); a layer stopped because its values cycled stays as it ended
+        if len(over) and not cycling:  # finished above gamma: this run may retry its held states (HELD_RETRIES)
             ledger.held_retries_allowed = ledger.held_retries + held_retries
             finished = not retry_held(over, start_outer)
     pool = SolverPool(threads, largest_hand(hands))
@@ -414,7 +414,6 @@ def _solve_layer(units, n, payouts, gamma, tensors, lower_values, threads, batch
     wave, source = warm_start_waves(stacks)
     tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
     converged = ledger.settled and not finished  # (resumed in its final measurement)
-    cycling = not finished and values_cycling(log, open_prizes)  # (resumed in the measurement after a cycle)
     if progress:
         progress({"event": "prepared", "players": n, "states": m, "wall_s": time.perf_counter() - t_start})
     try:

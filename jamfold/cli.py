@@ -23,6 +23,7 @@ from engine.config import EXAMPLE_STACK_RANGE, PRIZE_POOL_RANGE, ConfigError, Ga
 from engine.cores import configured_threads
 
 EXIT_USAGE = 2
+REPO = Path(__file__).resolve().parent.parent
 
 
 class UsageError(Exception):
@@ -194,13 +195,19 @@ def _missing_game(con, args: argparse.Namespace, cfg, what: str) -> UsageError:
     (`./lab build --players 3 …`) is named after its profile and settings, and the commands that
     read it take the config file its build wrote (given here where it exists)."""
     how = _game_flag(args)
-    folder = _configs_folder(Path(__file__).resolve().parent.parent)
+    folder = _configs_folder(REPO)
     games = []
     for (game,) in con.execute("SELECT game FROM games WHERE game <> ? ORDER BY game", [cfg.name]).fetchall():
         written = folder / f"{game}.toml"
         games.append(f"{game} (--config {written})" if written.is_file() else game)
     others = f"; the warehouse holds {', '.join(games)}" if games else ""
     return UsageError(f"{how.split()[0]}: game '{cfg.name}' {what} (build it first: ./lab build {how}){others}")
+
+
+def _require_game(con, args: argparse.Namespace, cfg, path: Path) -> None:
+    """Refuse a game the warehouse at ``path`` does not hold (see :func:`_missing_game`)."""
+    if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
+        raise _missing_game(con, args, cfg, f"is not in the warehouse {path}")
 
 
 def cmd_site(args: argparse.Namespace) -> None:
@@ -214,8 +221,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     path = db.warehouse_path(args.warehouse)
     _usable_folder("JAMFOLD_BUILD_DIR (the site)", build_dir())  # (before the warehouse is read)
     with db.session(path, read_only=True) as con:
-        if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            raise _missing_game(con, args, cfg, f"is not in the warehouse {path}")
+        _require_game(con, args, cfg, path)
     site = build_site(cfg.name, path, build_dir())
     print(f"site of '{cfg.name}' built from the warehouse as it is now: {site / 'index.html'}")
 
@@ -248,7 +254,7 @@ def cmd_build(args: argparse.Namespace) -> None:
         _fits_in_memory(cfg)
     from warehouse import db
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = REPO
     if not os.environ.get("DAGSTER_HOME"):  # (unset or empty)
         os.environ["DAGSTER_HOME"] = str(repo / ".dagster_home")
     home = Path(os.environ["DAGSTER_HOME"])
@@ -579,8 +585,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     path = db.warehouse_path(args.warehouse)
     sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
-        if con.execute("SELECT count(*) FROM games WHERE game = ?", [cfg.name]).fetchone()[0] == 0:
-            raise _missing_game(con, args, cfg, f"is not in the warehouse {path}")
+        _require_game(con, args, cfg, path)
         solved = {k for (k,) in con.execute("SELECT DISTINCT players FROM equilibrium_values WHERE game = ?",
                                              [cfg.name]).fetchall()}
         missing = [k for k in sizes if k not in solved]

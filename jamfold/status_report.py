@@ -148,24 +148,26 @@ def _money(record: dict, key: str) -> str:
     return f"${value:.4g}" if isinstance(value, (int, float)) else "?"
 
 
+def _rounds(count) -> str:
+    """"1 nemesis round", "3 nemesis rounds" ("?" where a record lacks the count)."""
+    return f"{count} nemesis round{'' if count == 1 else 's'}"
+
+
 def ex_post_line(folder: Path, n: int, states: int, solved_at: float) -> str:
     """The equilibrium's ex post check of the n-player layer (``folder``: the ex post checkpoint folder)."""
     head = "  ex post check:"
     record, done, work = _unit(folder, ex_post_unit(n), solved_at)
     if done:
         r = record[0]
-        rounds = r.get("rounds", "?")
-        plural = "" if rounds == 1 else "s"
-        return (f"{head} done in {rounds} nemesis round{plural}, largest gain {_money(r, 'max_gain')}, "
+        return (f"{head} done in {_rounds(r.get('rounds', '?'))}, largest gain {_money(r, 'max_gain')}, "
                 f"mean {_money(r, 'mean_gain')} (saved {when(record[1])})")
     if work is None:
         return f"{head} " + (STALE.format(when(record[1])) if record is not None else "not started")
     st = nemesis_status(work, n)
     rounds = len(st.rounds)
     if st.converged:
-        plural = "" if rounds == 1 else "s"
-        return f"{head} converged in {rounds} nemesis round{plural}; its values go to the warehouse next"
-    text = f"{head} {rounds} nemesis round{'s' if rounds != 1 else ''} done"
+        return f"{head} converged in {_rounds(rounds)}; its values go to the warehouse next"
+    text = f"{head} {_rounds(rounds)} done"
     if st.rounds:
         last = st.rounds[-1]
         text += f" (the last: Bellman residual ${last['bellman_residual']:.3g}, {last['wall_s']:,.0f} s)"
