@@ -118,15 +118,22 @@ def equity_model_tables(context: dg.AssetExecutionContext, game: GameResource,
             db.Replacement("model_examples", pd.concat(examples, ignore_index=True), key)])
         n_fin, n_pay, n_ex = written["model_finishing"], written["model_payoffs"], written["model_examples"]
         checks = _check_models(con, cfg)
-        preview = db.preview_markdown(
-            con, """SELECT model, example, player, any_value(stack) AS stack, round(any_value(payoff), 2) AS payoff
-                    FROM model_examples WHERE game = ? AND example = 0 GROUP BY ALL ORDER BY model, player""",
-            [cfg.name], limit=20)
+        preview = example_payoffs_preview(con, cfg.name)
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "finishing_rows": n_fin, "payoff_rows": n_pay, "example_rows": n_ex,
                   "dagster/row_count": n_pay,  # (the payoffs: the model values the analyses read)
                   **timings, "example_payoffs": dg.MetadataValue.md(preview)},
         check_results=checks)
+
+
+def example_payoffs_preview(con, game: str) -> str:
+    """The asset's preview of `model_examples`: one row per example and player (its stack in chips),
+    one column per model (its payoff, $), so every example of the config shows, not only the first."""
+    by_model = ", ".join(f"round(any_value(payoff) FILTER (WHERE model = '{m}'), 2) AS {m}" for m in equity_models.MODELS)
+    return db.preview_markdown(
+        con, f"""SELECT example, player, any_value(stack) AS stack, {by_model}
+                 FROM model_examples WHERE game = ? GROUP BY example, player ORDER BY example, player""",
+        [game], limit=40)
 
 
 def _check_models(con, cfg: GameConfig) -> list[dg.AssetCheckResult]:

@@ -206,6 +206,31 @@ def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
     check = {c.check_name: c for c in _check_models(con, cfg)}["payoffs_sum_to_open_prizes"]
     assert check.metadata["examples_complete"].value is False
 
+
+def test_the_example_preview_shows_every_example_and_model(tiny_build, tmp_path):
+    """The `equity_model_tables` preview (asset metadata) lists every example of the config, one row
+    per player with each model's payoff in its own column, as the `model_examples` table holds them."""
+    import shutil
+
+    from assets.models import example_payoffs_preview
+
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    con = duckdb.connect(str(copy))
+    con.execute("""INSERT INTO model_examples SELECT game, model, 1 AS example, player, stack * 2, place, probability,
+                   payoff + player FROM model_examples WHERE game = 'tiny' AND example = 0""")
+    lines = [line.strip("| ").split(" | ") for line in example_payoffs_preview(con, "tiny").splitlines()]
+    assert lines[0] == ["example", "player", "stack", *equity_models.MODELS]
+    rows = [[float(x) for x in line] for line in lines[2:]]
+    truth = con.execute("""SELECT example, player, any_value(stack), model, any_value(payoff) FROM model_examples
+                           WHERE game = 'tiny' GROUP BY example, player, model""").fetchall()
+    assert len(rows) == len(truth) // len(equity_models.MODELS) == 2 * 5
+    by_key = {(e, p, m): (x, v) for e, p, x, m, v in truth}
+    for e, p, x, *payoffs in rows:
+        for m, v in zip(equity_models.MODELS, payoffs):
+            assert by_key[(int(e), int(p), m)] == (x, pytest.approx(v, abs=0.005))
+
+
 def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
     """The finishing checks fail when a state's rows are missing altogether, which leaves every
     remaining sum at 1 and every remaining value given back."""
