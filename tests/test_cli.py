@@ -1122,11 +1122,13 @@ def test_a_build_writes_a_config_file_only_for_a_game_that_is_not_a_profile_as_i
     """`jamfold build` writes the game's fields under DAGSTER_HOME/configs for a --config file's game
     and a profile its flags changed; `--gamma 0.001` on `quick`, whose gamma it is, builds `quick`
     itself and had still written `configs/quick.toml`, a copy of the profile."""
-    from jamfold.cli import _config_from_args, _needs_config_file, build_parser
+    from jamfold.cli import build_parser
+    from jamfold.cmd_build import needs_config_file
+    from jamfold.common import config_from_args
 
     def needs(*argv: str) -> bool:
         args = build_parser().parse_args(["build", *argv])
-        return _needs_config_file(args, _config_from_args(args))
+        return needs_config_file(args, config_from_args(args))
 
     assert not needs("--profile", "quick")
     assert not needs("--profile", "quick", "--gamma", "0.001", "--players", "5")

@@ -1,0 +1,171 @@
+"""`jamfold sql`, `progress` and `state`: reading the warehouse and a build's checkpoints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from jamfold.common import UsageError, config_from_args, game_flag, missing_game, named_config, whole_stacks
+
+
+# ---------------------------------------------------------------- sql
+def cmd_sql(args: argparse.Namespace) -> None:
+    """One SQL query on the warehouse, read-only, its rows printed: every number on the site is a
+    table or view there (the site's Warehouse page lists them), and the lab's environment has the
+    DuckDB Python package but no DuckDB shell. The connection is the lab's own, so a warehouse an
+    older version wrote gets the views added since, for this session; it reads no other file and
+    writes none (no ATTACH, COPY … TO, EXPORT or extension: a hard link to the warehouse, attached
+    read-write, would have been written)."""
+    import duckdb
+
+    from warehouse import db
+
+    query = args.query.strip()
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # (bytes the shell passed that are not UTF-8)
+        raise UsageError("QUERY: is not UTF-8 text") from None
+    if not query:
+        raise UsageError('QUERY: give one SQL query, e.g. "SELECT * FROM games"')
+    with db.session(args.warehouse, read_only=True) as con:
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")  # (so that the query cannot turn it back on)
+        try:
+            statements = con.extract_statements(query)
+            if len(statements) != 1:
+                raise UsageError(f"QUERY: give one SQL query; this has {len(statements)} statements")
+            if args.csv:
+                _print_csv(con, statements[0])
+            else:
+                rows = con.sql(query)
+                if rows is not None:  # (None: a statement without rows)
+                    rows.show()
+        except duckdb.Error as exc:  # (a typo, a table the warehouse lacks, a write: one line, no traceback)
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            said = lines[:2] if len(lines) > 1 and lines[0].endswith(":") else lines[:1]
+            said += [line for line in lines[1:] if line.startswith("Did you mean")]
+            raise UsageError(f"QUERY: {' '.join(said)}") from None
+
+
+def _print_csv(con, statement) -> None:
+    """Every row of ``statement`` as CSV with a header line, each value as DuckDB writes it (DuckDB
+    casts them to text: lists, maps, intervals, timestamps), NULL as an empty field; a SELECT is
+    streamed 10,000 rows at a time (a table of millions of rows)."""
+    import csv
+
+    import duckdb
+
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    rows = con.sql(statement.query)
+    if rows is None:
+        return
+    out.writerow(rows.columns)
+    if statement.type == duckdb.StatementType.SELECT:
+        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM ({statement.query})")
+        while batch := result.fetchmany(10_000):
+            out.writerows(batch)
+    else:  # (PRAGMA, CALL, EXPLAIN: small, and not a subquery)
+        out.writerows(rows.project("COLUMNS(*)::VARCHAR").fetchall())
+
+
+# ---------------------------------------------------------------- progress
+def cmd_progress(args: argparse.Namespace) -> None:
+    """Where a game's build stands, read from its checkpoints: for a build that runs for a day, run
+    beside it or after an interrupt. Reads a few small members of the checkpoint files and takes no
+    lock (a build starting meanwhile is not disturbed)."""
+    cfg = config_from_args(args)
+    from assets.paths import cache_root
+    from assets.resume import game_folder, game_key
+    from engine.solve_status import lock_holder
+
+    if cache_root().exists() and not cache_root().is_dir():
+        raise UsageError(f"JAMFOLD_CACHE (checkpoints): {cache_root()} is not a folder")
+    folder = game_folder(cache_root(), "solve", cfg, adopt=False)
+    print(f"game '{cfg.name}': {cfg.players} players, {cfg.units} units, payouts "
+          f"${'/'.join(f'{x:g}' for x in cfg.payouts)}, gamma ${cfg.gamma:g}")
+    print(f"checkpoints: {folder}")
+    build = lock_holder(cache_root() / "builds" / game_key(cfg))
+    solve = lock_holder(folder) if folder.is_dir() else None
+    if build is not None:
+        print(f"running: a build of game '{cfg.name}', or of a game with its equilibrium (process {build})")
+    elif solve is not None:
+        print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
+    elif folder.is_dir() or (cache_root() / "rollout" / cfg.rollout_id("triples")).is_dir():
+        print(f"no running build found: `./lab build {game_flag(args)}` with the same flags goes on from here")
+    else:
+        print(f"no running build found, and no checkpoints: the game's solve has not started with this config "
+              f"and JAMFOLD_CACHE (`./lab build {game_flag(args)}` starts it)")
+        return
+    from jamfold.status_report import report, unused_folders_line
+
+    for line in report(cfg, folder, cache_root()):
+        print(line)
+    unused = unused_folders_line(cfg, cache_root())
+    if unused is not None:
+        print(unused)
+
+
+# ---------------------------------------------------------------- state
+def cmd_state(args: argparse.Namespace) -> None:
+    from engine.cards import CLASS_COMBO_COUNT, class_label, range_string
+    from engine.config import position_names
+    from warehouse import db
+
+    cfg = named_config(args)
+    stacks = whole_stacks(args.stacks, cfg)
+    n = len(stacks)
+    with db.session(args.warehouse, read_only=True) as con:
+        row = con.execute("SELECT state_id FROM states WHERE game = ? AND players = ? AND stacks = ?",
+                          [cfg.name, n, stacks]).fetchone()
+        if row is None:  # (the stacks are valid for the game: the game itself is missing, named by its flag)
+            raise missing_game(con, args, cfg, "is not built in the warehouse")
+        sid = row[0]
+        eq = [v for (v,) in con.execute("SELECT value FROM equilibrium_values WHERE game = ? AND players = ? AND state_id = ? "
+                                        "ORDER BY position", [cfg.name, n, sid]).fetchall()]
+        if not eq:
+            raise UsageError(f"--stacks: the {n}-player layer of game '{cfg.name}' is not solved yet (materialize solve_{n}p)")
+        icm = [v for (v,) in con.execute("SELECT payoff FROM model_payoffs WHERE game = ? AND model = 'harville' AND players = ? "
+                                         "AND state_id = ? ORDER BY position", [cfg.name, n, sid]).fetchall()]
+        icm = icm or None  # not computed yet: a layer solved in the Dagster UI before equity_model_tables
+        rows = con.execute("SELECT position, place, probability FROM finishing WHERE game = ? AND players = ? "
+                           "AND state_id = ?", [cfg.name, n, sid]).fetchall()
+        fin = None  # not computed yet: the layer is solved but finishing_{n}p not materialized
+        if rows:
+            fin = np.zeros((n, n))
+            for p, q, prob in rows:
+                fin[p, q - 1] = prob
+        expl = con.execute("SELECT exploitability FROM state_quality WHERE game = ? AND players = ? AND state_id = ?",
+                           [cfg.name, n, sid]).fetchone()[0]
+        nodes = con.execute("SELECT actor_name, jammed_before, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
+                            "AND state_id = ? ORDER BY node", [cfg.name, n, sid]).fetchall()
+    positions = list(position_names(n))
+    node_list = [{"actor": actor, "jammed_before": list(before), "jam": {class_label(c): float(p) for c, p in enumerate(jam)}}
+                 for actor, before, jam in nodes]
+    if args.json:
+        print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "equilibrium": eq, "icm": icm,
+                          "finishing": None if fin is None else fin.tolist(), "exploitability": expl,
+                          "nodes": node_list}))
+        return
+    print(f"game '{cfg.name}': stacks {stacks} (units; SB = 1, BB = 2), exploitability of the hand {expl:.2e} $")
+    places = "" if fin is None else " " + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n))
+    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9}" + places)
+    for p in range(n):
+        probs = "" if fin is None else " " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n))
+        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {'' if icm is None else f'{icm[p]:.4f}':>9}" + probs)
+    if icm is None:
+        print("ICM payoffs: not computed yet (materialize equity_model_tables)")
+    if fin is None:
+        print(f"finishing probabilities: not computed yet (materialize finishing_{n}p)")
+    if not node_list:
+        print("\nno decision in this hand: the blinds put players all in, and the rest is automatic (SPEC §2)")
+    for node in node_list:
+        before = ", ".join(node["jammed_before"]) or "nobody"
+        pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
+        mixed = [(lab, p) for lab, p in node["jam"].items() if 0.001 < p < 0.999]
+        share = 100 * sum(p * CLASS_COMBO_COUNT[c] for c, p in enumerate(node["jam"].values())) / 1326
+        print(f"\n{node['actor']} after {before} jammed: jams {range_string(pure) or 'nothing'}"
+              + (f"; mixes {', '.join(f'{lab} {p:.3f}' for lab, p in mixed)}" if mixed else "")
+              + f"  ({share:.1f}% of hands)")
