@@ -108,8 +108,10 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
         finally:
             progress.finish()
     if progress.interrupted or sigints.received:  # a SIGINT that ended no step still ends the build
-        print("jamfold: interrupted; finished work is kept, run the same command again to resume", file=sys.stderr)
-        raise SystemExit(130)
+        # (the exit status of a process a signal ended, 128 + its number: 130 for Ctrl-C, 143 for SIGTERM)
+        what, status = ("terminated (SIGTERM)", 143) if sigints.terminated else ("interrupted", 130)
+        print(f"jamfold: {what}; finished work is kept, run the same command again to resume", file=sys.stderr)
+        raise SystemExit(status)
     if not result.success:
         if progress.remedies and not progress.reasons:  # a failed check that says what to do: its words
             print(f"jamfold: build failed: {progress.remedies[0]}; finished assets are kept", file=sys.stderr)

@@ -36,11 +36,13 @@ class SigintWatch:
     SIGTERMs (``timeout``, ``kill``): Dagster maps SIGTERM to its SIGINT handler, and one whose
     interrupt Python dropped in a garbage-collection callback had let a build run on for minutes.
 
-    ``poll()`` reads what arrived since the last poll; ``received`` says whether any did.
+    ``poll()`` reads what arrived since the last poll; ``received`` says whether any did, and
+    ``terminated`` whether one was a SIGTERM (the build then exits 143, as a process ended by it).
     """
 
     def __init__(self) -> None:
         self.received = False
+        self.terminated = False
         self._read = self._write = -1
         self._previous = -1
         self._previous_hook = sys.unraisablehook
@@ -74,6 +76,7 @@ class SigintWatch:
             if not data:
                 break
             arrived = arrived or signal.SIGINT in data or signal.SIGTERM in data  # (Dagster treats both alike)
+            self.terminated = self.terminated or signal.SIGTERM in data
         self.received = self.received or arrived
         return arrived
 

@@ -786,9 +786,9 @@ def test_build_progress_says_interrupted_without_the_run_failure():
     assert "Traceback" not in text and "ERROR" not in text and "unexpectedly" not in text
 
 
-def _sigint_a_tiny_build(folder, after_s: float) -> tuple[int, str, str]:
-    """Run `jamfold build` of the tiny game in ``folder`` as its own process and send it SIGINT
-    ``after_s`` seconds after its first layer logs; returns its exit status, stdout and stderr."""
+def _sigint_a_tiny_build(folder, after_s: float, sig: int | None = None) -> tuple[int, str, str]:
+    """Run `jamfold build` of the tiny game in ``folder`` as its own process and send it SIGINT (or
+    ``sig``) ``after_s`` seconds after its first layer logs; returns its exit status, stdout and stderr."""
     import os
     import signal
     import subprocess
@@ -808,7 +808,7 @@ def _sigint_a_tiny_build(folder, after_s: float) -> tuple[int, str, str]:
         if after_s == 0:
             assert proc.poll() is None, log.read_text()  # still building when the first layer logs
         time.sleep(after_s)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT if sig is None else sig)
         out, _ = proc.communicate(timeout=300)
     return proc.returncode, out, log.read_text()
 
@@ -822,6 +822,18 @@ def test_an_interrupted_build_says_so_and_exits_130(tmp_path):
     assert " - interrupted" in text and "Traceback" not in text and "build failed" not in text
     assert "interrupted unexpectedly" not in text  # Dagster's run failure line, said in the build's words
     assert "built 'tiny'" not in out
+
+
+def test_a_build_ended_by_sigterm_says_so_and_exits_143(tmp_path):
+    """SIGTERM (`kill`, `timeout`, a service manager) stops a build as Ctrl-C does, keeping the
+    finished work, but exits 143 and says it was terminated: 128 + 15, the status of a process
+    that signal ended, which scripts and service managers read (it had exited 130, as for Ctrl-C)."""
+    import signal
+
+    returncode, out, text = _sigint_a_tiny_build(tmp_path, after_s=0.0, sig=signal.SIGTERM)
+    assert returncode == 143, text
+    assert "jamfold: terminated (SIGTERM); finished work is kept, run the same command again to resume" in text
+    assert "Traceback" not in text and "build failed" not in text and "built 'tiny'" not in out
 
 
 @pytest.mark.slow
