@@ -52,7 +52,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
                            f"the next outer iteration solves them again with up to "
                            f"{event['max_iterations']:,} (retry {event['retry']} of {event['retries']})")
     if kind == "resumed_states":
-        return "info", f"{head}: {event['done']:,}/{event['states']:,} states already done before the interrupt"
+        return "info", f"{head}: {event['done']:,}/{event['states']:,} states already done in an earlier run"
     if kind == "uncertified":
         return "warning", (f"{head}: the hand at stacks {event['stacks']} is still {event['exploitability']:.2e} $ "
                            f"exploitable after {event['cfr_iterations']} CFR+ iterations (target "
@@ -71,7 +71,7 @@ def layer_log_line(event: dict) -> tuple[str, str] | None:
     if kind == "prepared":
         return "info", f"{head}: {event['states']:,} states ready in {duration(event['wall_s'])}"
     if kind == "measuring":
-        resumed = f" ({event['done']:,} already measured before the interrupt)" if event.get("done") else ""
+        resumed = f" ({event['done']:,} already measured in an earlier run)" if event.get("done") else ""
         if event.get("every_state"):
             why = event.get("why") or "at its cap of outer iterations"
             return "warning", (f"{head}: stopped before it settled ({why}); measuring exactly all "
@@ -311,7 +311,7 @@ def sweep_log_line(event: dict) -> str:
     time so far, an estimate of the time left) or ``sweep_resumed_states``."""
     head = f"{event['label']}: {event['players']}-player layer"
     if event["event"] == "sweep_resumed_states":
-        return f"{head}: {event['done']:,}/{event['states']:,} states read back from the interrupted run's checkpoint"
+        return f"{head}: {event['done']:,}/{event['states']:,} states read back from an earlier run's checkpoint"
     return f"{head}: {_states_done(event)}"
 
 
@@ -328,7 +328,7 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
     if event["event"] == "nemesis_states":
         return f"{head}: {_states_done(event, ' in it')}"
     if event["event"] == "nemesis_resumed_states":
-        return f"{head}: {event['done']:,}/{event['states']:,} states already done before the interrupt"
+        return f"{head}: {event['done']:,}/{event['states']:,} states already done in an earlier run"
     return (f"{head}: Bellman residual {event['bellman_residual']:.2e} $, {event['deviating_rows']} (state, seat) "
             f"replies differ from the profile, {event['wall_s']:.1f} s")
 
@@ -339,5 +339,5 @@ def outcome_log_line(event: dict) -> str:
     checkpoints of an interrupted run (``outcome_resumed``)."""
     head = f"{event['players']}-player layer, hand outcomes of the profile"
     if event["event"] == "outcome_resumed":
-        return f"{head}: {event['states']:,} states already done before the interrupt"
+        return f"{head}: {event['states']:,} states already done in an earlier run"
     return f"{head}: {_states_done(event)}"

@@ -239,7 +239,7 @@ def test_an_ex_post_interrupted_within_a_round_keeps_the_states_it_finished(game
     resumed = ex_post(profile, tensors, threads=2, progress=events.append, checkpoint=tmp_path, checkpoint_every=0.0)
     back = [e for e in events if e["event"] == "nemesis_resumed_states"]
     assert [(e["players"], e["round"], e["done"], e["states"]) for e in back] == [(3, 2, 3, m)]
-    assert nemesis_log_line(back[0]) == f"3-player layer, nemesis round 2: 3/{m:,} states already done before the interrupt"
+    assert nemesis_log_line(back[0]) == f"3-player layer, nemesis round 2: 3/{m:,} states already done in an earlier run"
     ticks = [e["done"] for e in events if e["event"] == "nemesis_states" and e["players"] == 3 and e["round"] == 2]
     assert ticks == list(range(4, m))  # the other states only, counted on from the three
     for n in straight:

@@ -1148,7 +1148,7 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
                    "states" in text
     assert layer_log_line({"event": "resumed_states", "players": 5, "outer_iteration": 1, "done": 12_345,
                            "states": 135_751}) == ("info", "5-player layer, outer iteration 1: 12,345/135,751 states "
-                                                            "already done before the interrupt")
+                                                            "already done in an earlier run")
     assert layer_log_line({"event": "block_saved", "players": 5, "outer_iteration": 1, "states": 1_234, "done": 12_345,
                            "wall_s": 301.2}) == ("info", "5-player layer, outer iteration 1: checkpoint of 1,234 more "
                                                          "states (12,345 done), 301 s")

@@ -380,7 +380,7 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     assert layer_log_line(back)[1].endswith("settled: only its final exact measurement is left")
     start = events[kinds.index("measuring")]
     assert (start["states"], start["done"]) == (measured, 3)
-    assert "(3 already measured before the interrupt)" in layer_log_line(start)[1]
+    assert "(3 already measured in an earlier run)" in layer_log_line(start)[1]
     ticks = [e["done"] for e in events if e["event"] == "measuring_states"]
     assert ticks == list(range(4, measured))
     assert all(e["wall_s"] >= kept for e in events if e["event"] == "measuring_states")  # the first run's seconds too
@@ -1114,7 +1114,7 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
     assert len(computed) == m - 3
     assert events[0] == {"event": "outcome_resumed", "players": 3, "states": 3}
     assert outcome_log_line(events[0]) == ("3-player layer, hand outcomes of the profile: 3 states already done "
-                                           "before the interrupt")
+                                           "in an earlier run")
     assert [e["done"] for e in events[1:]] == list(range(4, m))
     assert all(e["wall_s"] >= kept for e in events[1:])  # the interrupted run's seconds count too
     for s in range(m):
