@@ -318,7 +318,7 @@ def sweep_log_line(event: dict) -> str:
 def nemesis_log_line(event: dict, profile: str = "") -> str:
     """The log line of an ex post check's progress event (see :func:`engine.best_response.ex_post`):
     a finished round (``nemesis_round``), states done within one (``nemesis_states``), rounds
-    read back from an interrupted run (``nemesis_resumed``), or the states of a round read back from
+    read back from an earlier run (``nemesis_resumed``), or the states of a round read back from
     its block checkpoints (``nemesis_resumed_states``)."""
     if event["event"] == "nemesis_resumed":
         done = "the layer's check read back" if event["finished"] else "resumed"
@@ -336,7 +336,7 @@ def nemesis_log_line(event: dict, profile: str = "") -> str:
 def outcome_log_line(event: dict) -> str:
     """The log line of a progress event of :func:`engine.profile_outcomes.outcome_probabilities`:
     a layer's hand outcomes under a fixed profile, states done, or those read back from the block
-    checkpoints of an interrupted run (``outcome_resumed``)."""
+    checkpoints of an earlier run (``outcome_resumed``)."""
     head = f"{event['players']}-player layer, hand outcomes of the profile"
     if event["event"] == "outcome_resumed":
         return f"{head}: {event['states']:,} states already done in an earlier run"

@@ -102,15 +102,15 @@ def redeliver_sigint() -> None:
 
 @contextmanager
 def numba_compile_shield() -> Iterator[None]:
-    """Within it, a SIGINT that arrives while the main thread holds numba's compiler lock (compiling
-    a kernel, or loading it from the on-disk cache) is held back and raised again once the lock is
-    released.
+    """Within it, a SIGINT or SIGTERM that arrives while the main thread holds numba's compiler lock
+    (compiling a kernel, or loading it from the on-disk cache) is held back and raised again once
+    the lock is released.
 
-    Why: Dagster raises its interrupt wherever the main thread is. Inside numba's compiler or
-    llvmlite it can land between an LLVM call and the Python bookkeeping of the object that call
-    made or freed (who owns it, whether it is closed); the object is freed twice later and the
-    build dies of SIGSEGV instead of saying it was interrupted: seen twice on 2026-11-29, a test's
-    build interrupted as it loaded its first layer's kernels (exit status -11, not 130).
+    Why: Dagster raises its interrupt wherever the main thread is, for either signal. Inside numba's
+    compiler or llvmlite it can land between an LLVM call and the Python bookkeeping of the object
+    that call made or freed (who owns it, whether it is closed); the object is freed twice later
+    and the build dies of SIGSEGV instead of saying it was interrupted: seen twice on 2026-11-29, a
+    test's build interrupted as it loaded its first layer's kernels (exit status -11, not 130).
     """
     shield = CompileShield()
     numba_events.register("numba:compiler_lock", shield)
@@ -123,20 +123,26 @@ def numba_compile_shield() -> Iterator[None]:
 
 HELD_MESSAGE = ("jamfold: Ctrl-C: stopping once numba has compiled the kernel it is compiling (up to a minute on "
                 "a first run); Ctrl-C again to stop at once")
+HELD_SIGTERM_MESSAGE = ("jamfold: SIGTERM: stopping once numba has compiled the kernel it is compiling (up to a "
+                        "minute on a first run); a second SIGTERM or Ctrl-C stops it at once")
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals :class:`CompileShield` holds back: those Dagster turns into its interrupt."""
 
 
 class CompileShield(numba_events.Listener):
     """A listener of numba's "numba:compiler_lock" events (see :func:`numba_compile_shield`): holds
-    SIGINT back from the first acquisition of the lock in the main thread to its last release.
+    SIGINT and SIGTERM back from the first acquisition of the lock in the main thread to its last
+    release, then raises the first one held again (SIGTERM if one was: the build then says it was
+    terminated).
 
     A cold compile of a layer's kernels holds the lock for half a minute or more, so the first
-    SIGINT held says so on stderr; a second one is not held: the user asked twice, and gets the
+    signal held says so on stderr; a second one is not held: the user asked twice, and gets the
     interrupt at once (inside the compile, as without the shield), the shield off from then on."""
 
     def __init__(self) -> None:
         self.depth = 0  # the lock is re-entrant: nested acquisitions
-        self.previous = None
-        self.pending = False
+        self.previous: dict = {}  # signal -> the handler the shield replaced
+        self.pending: list[int] = []  # the signals held, in order of arrival
         self.forced = False
 
     def on_start(self, event) -> None:
@@ -144,9 +150,11 @@ class CompileShield(numba_events.Listener):
             return  # (only the main thread gets the interrupt)
         self.depth += 1
         if self.depth == 1:
-            self.previous = signal.getsignal(signal.SIGINT)
-            if self.previous is not None:  # (None: set outside Python, left alone)
-                signal.signal(signal.SIGINT, self._hold)
+            for sig in HELD_SIGNALS:
+                previous = signal.getsignal(sig)
+                if previous is not None:  # (None: set outside Python, left alone)
+                    self.previous[sig] = previous
+                    signal.signal(sig, self._hold)
 
     def on_end(self, event) -> None:
         if threading.current_thread() is threading.main_thread() and self.depth > 0:
@@ -155,20 +163,22 @@ class CompileShield(numba_events.Listener):
                 self.release()
 
     def _hold(self, signum: int, frame) -> None:
-        if self.pending:  # the second: at once
+        self.pending.append(signum)
+        if len(self.pending) > 1:  # the second: at once
             self.forced = True
             self.release()
             return
-        self.pending = True
         from tqdm import tqdm  # (a build's progress bar, if any, is drawn again below the line)
 
-        tqdm.write(HELD_MESSAGE, file=sys.stderr)
+        tqdm.write(HELD_SIGTERM_MESSAGE if signum == signal.SIGTERM else HELD_MESSAGE, file=sys.stderr)
 
     def release(self) -> None:
-        """Put the previous handler back and give it the SIGINT held meanwhile."""
-        if self.previous is not None and signal.getsignal(signal.SIGINT) == self._hold:
-            signal.signal(signal.SIGINT, self.previous)
-        self.previous, self.depth = None, 0
-        if self.pending:
-            self.pending = False
-            signal.raise_signal(signal.SIGINT)
+        """Put the previous handlers back and give them the signal held meanwhile (one: the first
+        SIGTERM held, else the SIGINT)."""
+        for sig, previous in self.previous.items():
+            if signal.getsignal(sig) == self._hold:
+                signal.signal(sig, previous)
+        self.previous, self.depth = {}, 0
+        held, self.pending = self.pending, []
+        if held:
+            signal.raise_signal(signal.SIGTERM if signal.SIGTERM in held else held[0])

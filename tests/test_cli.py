@@ -1130,6 +1130,38 @@ def test_a_sigint_held_through_a_compile_says_so_and_a_second_one_is_raised_at_o
         signal.signal(signal.SIGINT, before)
 
 
+def test_a_sigterm_during_a_compile_is_held_too_and_raised_as_a_sigterm(capfd):
+    """Dagster turns SIGTERM into the same interrupt as Ctrl-C, so it could land inside numba's
+    compile as well: the shield holds it too, says so, and raises it (not a SIGINT) once the lock is
+    released, so the build says it was terminated; a second signal of either kind gets through at once."""
+    import signal
+
+    from jamfold.interrupts import HELD_SIGTERM_MESSAGE, CompileShield
+
+    calls = []
+    before = {sig: signal.signal(sig, lambda signum, frame: calls.append(signum))
+              for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        shield = CompileShield()
+        shield.on_start(None)
+        signal.raise_signal(signal.SIGTERM)
+        assert calls == [] and HELD_SIGTERM_MESSAGE in capfd.readouterr().err
+        shield.on_end(None)
+        assert calls == [signal.SIGTERM]
+        shield = CompileShield()  # a Ctrl-C held, then a SIGTERM: at once, and the build is terminated
+        shield.on_start(None)
+        signal.raise_signal(signal.SIGINT)
+        assert calls == [signal.SIGTERM]
+        signal.raise_signal(signal.SIGTERM)
+        assert calls == [signal.SIGTERM] * 2
+        shield.on_end(None)
+        assert calls == [signal.SIGTERM] * 2
+        assert all(signal.getsignal(sig) is not shield._hold for sig in before)  # the handlers put back
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def test_a_build_writes_a_config_file_only_for_a_game_that_is_not_a_profile_as_it_stands(tmp_path):
     """`jamfold build` writes the game's fields under DAGSTER_HOME/configs for a --config file's game
     and a profile its flags changed; `--gamma 0.001` on `quick`, whose gamma it is, builds `quick`

@@ -216,7 +216,7 @@ def test_sweep_progress_lines():
              "wall_s": 2_400.0, "left_s": 26_000.0}
     assert sweep_log_line(event) == "FGS-3: 5-player layer: 12,345/135,751 states done, 40 min, about 7.2 h left"
     resumed = {"event": "sweep_resumed_states", "label": "harville", "players": 4, "done": 800, "states": 13_244}
-    assert sweep_log_line(resumed) == ("harville: 4-player layer: 800/13,244 states read back from the interrupted "
+    assert sweep_log_line(resumed) == ("harville: 4-player layer: 800/13,244 states read back from an earlier "
                                        "run's checkpoint")
 
 
