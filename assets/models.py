@@ -118,7 +118,7 @@ def equity_model_tables(context: dg.AssetExecutionContext, game: GameResource,
             db.Replacement("model_examples", pd.concat(examples, ignore_index=True), key)])
         n_fin, n_pay, n_ex = written["model_finishing"], written["model_payoffs"], written["model_examples"]
         checks = _check_models(con, cfg)
-        preview = example_payoffs_preview(con, cfg.name)
+        preview = example_payoffs_preview(con, cfg.name, rows=sum(len(x) for x in cfg.examples))
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "finishing_rows": n_fin, "payoff_rows": n_pay, "example_rows": n_ex,
                   "dagster/row_count": n_pay,  # (the payoffs: the model values the analyses read)
@@ -126,14 +126,15 @@ def equity_model_tables(context: dg.AssetExecutionContext, game: GameResource,
         check_results=checks)
 
 
-def example_payoffs_preview(con, game: str) -> str:
+def example_payoffs_preview(con, game: str, rows: int) -> str:
     """The asset's preview of `model_examples`: one row per example and player (its stack in chips),
-    one column per model (its payoff, $), so every example of the config shows, not only the first."""
+    one column per model (its payoff, $), so every example of the config shows, not only the first
+    (``rows``: the examples' players in all)."""
     by_model = ", ".join(f"round(any_value(payoff) FILTER (WHERE model = '{m}'), 2) AS {m}" for m in equity_models.MODELS)
     return db.preview_markdown(
         con, f"""SELECT example, player, any_value(stack) AS stack, {by_model}
                  FROM model_examples WHERE game = ? GROUP BY example, player ORDER BY example, player""",
-        [game], limit=40)
+        [game], limit=rows)
 
 
 def _check_models(con, cfg: GameConfig) -> list[dg.AssetCheckResult]:

@@ -98,20 +98,21 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
     run_config: dict = {"loggers": {"build": {}}}
     if args.skip_models:  # the deviation statistics and the simulations take the models that need no sweep
         run_config["ops"] = {op: {"config": {"sweeps_left_out": True}} for op in ("deviation_statistics", "simulations")}
-    with SigintWatch() as sigints, numba_compile_shield():
-        progress = BuildProgress(total=len(selection), sigints=sigints)
-        defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
-                              jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
-        try:
-            result = defs.resolve_job_def("jamfold_build").execute_in_process(
-                instance=dg.DagsterInstance.get(), raise_on_error=False, run_config=run_config)
-        finally:
-            progress.finish()
+    sigints = SigintWatch()
+    try:
+        with sigints, numba_compile_shield():
+            progress = BuildProgress(total=len(selection), sigints=sigints)
+            defs = dg.Definitions(assets=selection, resources=resources, loggers={"build": build_logger(progress)},
+                                  jobs=[dg.define_asset_job("jamfold_build", tags={"game": cfg.name})])
+            try:
+                result = defs.resolve_job_def("jamfold_build").execute_in_process(
+                    instance=dg.DagsterInstance.get(), raise_on_error=False, run_config=run_config)
+            finally:
+                progress.finish()
+    except KeyboardInterrupt:  # (a signal after Dagster's handlers, as the run closes: Python's own handler)
+        _stopped_by_signal(sigints)
     if progress.interrupted or sigints.received:  # a SIGINT that ended no step still ends the build
-        # (the exit status of a process a signal ended, 128 + its number: 130 for Ctrl-C, 143 for SIGTERM)
-        what, status = ("terminated (SIGTERM)", 143) if sigints.terminated else ("interrupted", 130)
-        print(f"jamfold: {what}; finished work is kept, run the same command again to resume", file=sys.stderr)
-        raise SystemExit(status)
+        _stopped_by_signal(sigints)
     if not result.success:
         if progress.remedies and not progress.reasons:  # a failed check that says what to do: its words
             print(f"jamfold: build failed: {progress.remedies[0]}; finished assets are kept", file=sys.stderr)
@@ -123,6 +124,14 @@ def _run_build(args: argparse.Namespace, cfg: GameConfig, repo: Path, home: Path
     print(f"built '{cfg.name}' in {time.perf_counter() - t0:.0f} s; site: {build_dir() / 'site' / 'index.html'}")
     if cfg_file:  # the game's fields as a config file: `jamfold state --config` and `dagster dev` read it
         print(f"its config: {cfg_file}")
+
+
+def _stopped_by_signal(sigints) -> None:
+    """End the build for the signal it received, keeping the finished work: exit status 128 + the
+    signal's number, as for a process that signal ended (130 for Ctrl-C, 143 for SIGTERM)."""
+    what, status = ("terminated (SIGTERM)", 143) if sigints.terminated else ("interrupted", 130)
+    print(f"jamfold: {what}; finished work is kept, run the same command again to resume", file=sys.stderr)
+    raise SystemExit(status)
 
 
 def needs_config_file(args: argparse.Namespace, cfg: GameConfig) -> bool:
