@@ -130,7 +130,8 @@ def example_payoffs_preview(con, game: str, rows: int) -> str:
     """The asset's preview of `model_examples`: one row per example and player (its stack in chips),
     one column per model (its payoff, $), so every example of the config shows, not only the first
     (``rows``: the examples' players in all)."""
-    by_model = ", ".join(f"round(any_value(payoff) FILTER (WHERE model = '{m}'), 2) AS {m}" for m in equity_models.MODELS)
+    by_model = ", ".join(f"round(any_value(payoff) FILTER (WHERE model = '{m}'), 2) AS {m}"
+                         for m in equity_models.MODELS)
     return db.preview_markdown(
         con, f"""SELECT example, player, any_value(stack) AS stack, {by_model}
                  FROM model_examples WHERE game = ? GROUP BY example, player ORDER BY example, player""",
