@@ -992,6 +992,33 @@ def test_a_build_whose_interrupt_a_query_swallowed_still_stops_and_exits_130(cap
     assert "built 'tiny'" not in out
 
 
+def test_a_sigterm_as_the_run_closes_ends_the_build_as_terminated(capsys, tmp_path, monkeypatch):
+    """After Dagster's run, its handlers gone, SIGTERM reaches Python's own SIGINT handler (where
+    Dagster leaves it) and raises KeyboardInterrupt out of the build's watch: the build still says
+    it was terminated and exits 143, as for a SIGTERM inside the run (it had said "interrupted", 130).
+    The run is replaced by one that receives the signal as it closes."""
+    import signal
+
+    import dagster as dg
+
+    config = _tiny_game(tmp_path, monkeypatch.setenv)
+
+    class ClosingRun:
+        def execute_in_process(self, **kwargs):
+            signal.raise_signal(signal.SIGTERM)  # (Python's handler raises KeyboardInterrupt here)
+            raise AssertionError("the signal was not raised")
+
+    monkeypatch.setattr(dg.Definitions, "resolve_job_def", lambda self, name: ClosingRun())
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        code, out, err = run(capsys, "build", "--config", str(config), "--warehouse", str(tmp_path / "lab.duckdb"))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 143, err
+    assert "jamfold: terminated (SIGTERM); finished work is kept, run the same command again to resume" in err
+    assert "Traceback" not in err and "built 'tiny'" not in out
+
+
 def test_an_interrupt_a_finalizer_drops_after_a_sigint_is_not_printed(monkeypatch):
     """Dagster raises its interrupt wherever the main thread is; landed in a finalizer (llvmlite's, of
     a numba object), Python dropped it and printed its traceback under the build's "interrupted"
