@@ -67,7 +67,7 @@ class LayerStatus:
     progress (or measured, once ``settled``), kept in its block files; ``saved_at``: when
     ``layer{n}.npz`` was last written (POSIX time; None before), which for a finished layer is
     when its solution was. ``cycled``: the layer's values cycled instead of settling, and its solve
-    stopped (:func:`engine.target_ladder.values_cycling`; known only given the layer's prizes)."""
+    stopped (:func:`engine.target_ladder.values_cycling`)."""
 
     players: int
     states: int
@@ -85,7 +85,7 @@ class LayerStatus:
         return self.outer_done > 0 or self.current.states > 0
 
 
-def layer_status(folder: Path, n: int, states: int, open_prizes: float | None = None) -> LayerStatus:
+def layer_status(folder: Path, n: int, states: int, open_prizes: float) -> LayerStatus:
     """The ``n``-player layer's status (``states`` in the layer) from the checkpoints in ``folder``;
     ``open_prizes`` ($, the prizes its players still play for) tells whether its values cycled.
 
@@ -100,7 +100,7 @@ def layer_status(folder: Path, n: int, states: int, open_prizes: float | None = 
             settled = bool(data["settled"]) if "settled" in data else False
             log = read_log(data)
             last = (log or [None])[-1]
-            cycled = open_prizes is not None and values_cycling(log, open_prizes)
+            cycled = values_cycling(log, open_prizes)
             if finished and "bound" in data:
                 worst = float(np.max(data["bound"])) if len(data["bound"]) else 0.0
         saved_at = path.stat().st_mtime

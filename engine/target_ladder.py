@@ -82,7 +82,6 @@ def level_of(target: float, gamma: float, players: int) -> int:
     return 1 + min(range(len(levels)), key=lambda k: abs(levels[k] - target) / levels[k])
 
 
-
 CYCLE_WINDOW = 24
 """Outer iterations in a row at one target, each updating states and moving the values by more
 than :data:`CYCLE_SHARE` of the layer's prize money: a layer that does that is not settling, and
