@@ -52,7 +52,7 @@ from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
 from engine.layers import model_layer_values
-from engine.tournament import _rescale_regrets
+from engine.state_resolve import restart_regrets
 from engine.warm_starts import start_from_neighbour, tree_shape, warm_start_waves
 
 NC = 169
@@ -94,7 +94,7 @@ def _solve_state(stacks: tuple[int, ...], source: tuple[int, ...] | None, payout
     t0 = time.perf_counter()
     e_cold, it_cold = solver.solve(u_cold, gamma, ws=ws, delay=2)
     t_cold = time.perf_counter() - t0
-    _rescale_regrets(solver)
+    restart_regrets(solver)
     solver.restart_average()
     t0 = time.perf_counter()
     e_warm, it_warm = solver.solve(u_warm, gamma, ws=ws)

@@ -35,7 +35,6 @@ Units: values and gains in $.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +45,8 @@ from engine.checkpoint import BlockSaver, RowStream, next_block_path, reading_ch
 from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.policy_evaluation import layer_transitions, solve_layer
-from engine.solve_progress import kinded_clock, states_done_events
+from engine.solve_progress import ProgressFn, kinded_clock, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
-
-ProgressFn = Callable[[dict], None]
 
 PROGRESS_EVERY_S = 30.0
 """Seconds between the progress events within a nemesis round (a round of the 45-unit 5-player

@@ -84,7 +84,7 @@ class HandSolver:
     weighs s + 1 in the sum instead of 1. Early iterates, far from equilibrium, stop holding the
     near-indifferent classes back. t is :attr:`regret_weight` + 1, the iterations' worth of
     regret the solver holds (a warm start or a rescale sets it; see
-    :func:`engine.tournament.prepare_resolve`). Cold solves to $0.0001 with ICM successor values
+    :func:`engine.state_resolve.prepare_resolve`). Cold solves to $0.0001 with ICM successor values
     (45 units, sampled tables, iterations until an iterate is within target): 10 three-player
     states 735 iterations undiscounted, 207 linear (weights s^1.5: 343 via DCFR's t^1.5/(t^1.5 + 1)
     factor; s^2: 440; s^3: 426; constant factor 0.9: 480); 8 four-player states 1,307
@@ -380,7 +380,7 @@ class HandSolver:
         as :attr:`solution` and left evaluated (with outcome probabilities) in the workspace. A
         solve that reaches ``max_iterations`` above the target keeps the less exploitable of its
         last iterate and its average (a layer caps re-solves at loose targets,
-        :data:`engine.tournament.LOOSE_MAX_ITERATIONS`).
+        :data:`engine.state_resolve.LOOSE_MAX_ITERATIONS`).
         """
         start = self.iterations
         self.solution = None

@@ -34,12 +34,11 @@ from engine.game_tree import CompiledHand, utilities
 from engine.hand_pass import SolverTensors
 from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
-from engine.solve_progress import estimable_loop, states_done_events
+from engine.solve_progress import ProgressFn, estimable_loop, states_done_events
 from engine.sweep_checkpoint import (drop_solvers, load_sweep_layer, load_sweep_parts, save_sweep_layer,
                                      save_sweep_part)
 from engine.layers import model_layer_values
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
-from engine.tournament import ProgressFn
 
 Layers = dict[int, list[CompiledHand]]
 

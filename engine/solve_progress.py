@@ -20,6 +20,10 @@ import numpy as np
 
 from engine.game_tree import CompiledHand, pass_cost
 
+ProgressFn = Callable[[dict], None]
+"""Receives a long computation's progress events (dicts with an ``event`` name), which the CLI's
+and Dagster's loggers put into words."""
+
 T = TypeVar("T")
 
 

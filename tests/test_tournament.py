@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine import state_resolve
 from engine.layers import icm_values
 from engine.tournament import solve_layer, solve_tournament
 
@@ -540,29 +541,29 @@ def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, c
 def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
     """A profile a little above the target continues from its regrets as they are (the re-solve stays near
     the old profile); one far above has them scaled to RESTART_WEIGHT iterations' worth."""
-    from engine import tournament
     from engine.cfr import HandSolver
     from engine.layers import compile_layer
-    from engine.tournament import prepare_resolve
+    from engine.state_resolve import prepare_resolve
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     rng = np.random.default_rng(2)
-    for e, rescaled in ((0.97 * tournament.RESCALE_ABOVE * 1e-3, False), (1.03 * tournament.RESCALE_ABOVE * 1e-3, True)):
+    far = state_resolve.RESCALE_ABOVE * 1e-3
+    for e, rescaled in ((0.97 * far, False), (1.03 * far, True)):
         solver = HandSolver(hands[0], tiny_tensors)
         solver.regret_jam[:] = rng.random(solver.regret_jam.shape)
         solver.iterations = 40
         solver.regret_weight = 25.0  # (discounted: fewer iterations' worth than were run)
         before = solver.regret_jam.copy()
         assert prepare_resolve(solver, e, 1e-3) is rescaled
-        expected = before * (tournament.RESTART_WEIGHT / 25) if rescaled else before
+        expected = before * (state_resolve.RESTART_WEIGHT / 25) if rescaled else before
         np.testing.assert_allclose(solver.regret_jam, expected, rtol=1e-6)
-        assert solver.regret_weight == (tournament.RESTART_WEIGHT if rescaled else 25.0)
+        assert solver.regret_weight == (state_resolve.RESTART_WEIGHT if rescaled else 25.0)
         assert solver.avg_start == 40 and solver.avg_num is None
 
 
 def test_a_state_skips_its_check_only_when_the_bounds_decide_the_resolve():
     """needs_no_check: only when the state is surely above target, and the bounds settle the rescale."""
-    from engine.tournament import RESCALE_ABOVE, needs_no_check
+    from engine.state_resolve import RESCALE_ABOVE, needs_no_check
 
     t = 1e-3
     assert not needs_no_check(0.9 * t, 5 * t, t)  # may be within target: check
@@ -578,9 +579,8 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     out-of-target states, so only the unscreened outer iterations can catch drift; the layer must
     still end with every state exactly within gamma under the final values.
     """
-    from engine import tournament
 
-    monkeypatch.setattr(tournament, "SCREEN_FRACTION", 0.0)
+    monkeypatch.setattr(state_resolve, "SCREEN_FRACTION", 0.0)
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
     assert any(e["states_screened"] for e in layer.log)
@@ -593,10 +593,9 @@ def test_loose_levels_cap_their_resolves_and_the_layer_still_ends_certified(tiny
     """While the target is looser than gamma a re-solve stops after LOOSE_MAX_ITERATIONS (here 2, so
     that some hit it); solves to gamma are not capped, and the layer ends with every state within
     gamma under the final values."""
-    from engine import tournament
     from engine.cfr import HandSolver
 
-    monkeypatch.setattr(tournament, "LOOSE_MAX_ITERATIONS", 2)
+    monkeypatch.setattr(state_resolve, "LOOSE_MAX_ITERATIONS", 2)
     calls = []
     solve = HandSolver.solve
 
@@ -608,7 +607,7 @@ def test_loose_levels_cap_their_resolves_and_the_layer_still_ends_certified(tiny
     monkeypatch.setattr(HandSolver, "solve", spy)
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
-    slack = tournament.SOLVE_SLACK.get(3, 1.0)
+    slack = state_resolve.SOLVE_SLACK.get(3, 1.0)
     loose = [(t, cap, e) for t, cap, e in calls if t > slack * GAMMA * 1.0001]
     tight = [(t, cap, e) for t, cap, e in calls if t <= slack * GAMMA * 1.0001]
     assert loose and tight and {cap for _, cap, _ in loose} == {2} and {cap for _, cap, _ in tight} == {20_000}
@@ -839,7 +838,6 @@ def test_a_layer_solve_gives_the_same_result_on_one_and_two_threads(tiny_tensors
 def test_states_are_solved_to_the_slack_times_the_target(tiny_tensors, solved, monkeypatch, slack):
     """A state that must be solved aims at SOLVE_SLACK × the outer iteration's target, while the
     layer's checks and its certification still use the target itself."""
-    from engine import tournament
     from engine.cfr import HandSolver
 
     targets = []
@@ -849,7 +847,7 @@ def test_states_are_solved_to_the_slack_times_the_target(tiny_tensors, solved, m
         targets.append(target)
         return original(self, U, target, *args, **kwargs)
 
-    monkeypatch.setattr(tournament, "SOLVE_SLACK", slack)
+    monkeypatch.setattr(state_resolve, "SOLVE_SLACK", slack)
     monkeypatch.setattr(HandSolver, "solve", solve)
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
@@ -865,12 +863,11 @@ def test_a_state_is_resolved_unchecked_only_when_its_check_would_fail(tiny_tenso
     check would have found it above the target: every such skip is verified against an exact
     evaluation of the state's profile in a fresh solver and workspace, right before the re-solve.
     The tiny layer must hit the skip, and it still ends with every state within gamma."""
-    from engine import tournament
     from engine.cfr import HandSolver
     from engine.hand_pass import Workspace
 
     lower = {2: solved[2].values}
-    decide, resolve = tournament.needs_no_check, HandSolver.solve
+    decide, resolve = state_resolve.needs_no_check, HandSolver.solve
     pending: list[float] = []  # the layer target of a state just skipped, until its re-solve
     verified: list[tuple[float, float]] = []
 
@@ -888,7 +885,7 @@ def test_a_state_is_resolved_unchecked_only_when_its_check_would_fail(tiny_tenso
             verified.append((e, target))
         return resolve(self, U, *args, **kwargs)
 
-    monkeypatch.setattr(tournament, "needs_no_check", needs_no_check)
+    monkeypatch.setattr(state_resolve, "needs_no_check", needs_no_check)
     monkeypatch.setattr(HandSolver, "solve", solve)
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1)
     assert verified and not pending
@@ -977,11 +974,10 @@ def test_a_layer_with_hands_held_at_the_iteration_cap_still_ends(tiny_tensors, s
     (HELD_SLACK 0) the same layer never ends: stopped by max_outer, it too reports every state's
     exploitability measured under its final values (it used to keep those its last outer iteration
     had solved under the values before that iteration's policy evaluation)."""
-    from engine import tournament
     from engine.cfr import HandSolver
     from engine.game_tree import utilities
 
-    monkeypatch.setattr(tournament, "HELD_SLACK", held_slack)
+    monkeypatch.setattr(state_resolve, "HELD_SLACK", held_slack)
     events: list[dict] = []
     max_outer = 12
     layer = solve_layer(6, 3, PAYOUTS, GAMMA / 100, tiny_tensors, {2: solved[2].values}, threads=1,
