@@ -15,7 +15,7 @@ those of a run never interrupted.
 
 import time
 from collections.abc import Callable
-from functools import cache
+from functools import cached_property
 
 import dagster as dg
 import numpy as np
@@ -30,7 +30,7 @@ from assets.paths import hero_unit, match_parameters, match_unit, simulation_par
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
-from engine.config import position_names
+from engine.config import GameConfig, position_names
 from engine.equity_models import model_names
 from engine.memory import release_free_memory
 from engine.simulation import (ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate,
@@ -111,6 +111,118 @@ def _speed(played: list[float], kept: list[float]) -> dict:
     return {"tournaments_per_s_earlier_run": round(float(np.median(kept)))} if kept else {}
 
 
+class _Table:
+    """What a simulation plays: the packed game, its showdown sampler and the compact profiles, each
+    made once a unit needs it. A rebuild or a resume that keeps every unit reads none of them (the
+    `thesis` game's 14 profiles take about 28 s each)."""
+
+    def __init__(self, context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: WarehouseResource):
+        self.context, self.cfg, self.warehouse = context, cfg, warehouse
+        self.sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
+        self.names = position_names(cfg.players)
+        self._profiles: dict[str, object] = {}
+
+    @cached_property
+    def game(self) -> tuple:
+        """(the packed game, the showdown sampler)."""
+        t = time.perf_counter()
+        packed = pack_game(self.cfg.units, self.cfg.players, self.cfg.payouts)
+        self.context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(self.sizes.values())} states in "
+                              f"{time.perf_counter() - t:.1f} s")
+        return packed, ShowdownSampler.from_tensors(equilibrium_tensors(self.warehouse.path, self.cfg))
+
+    def profile(self, model: str):
+        """The compact form of the equilibrium's (``model`` "equilibrium") or a model's strategies (exact,
+        ~10x smaller than float32: the thesis game's profiles stay in memory together), read once."""
+        if model not in self._profiles:
+            which = [] if model == "equilibrium" else [model]
+            with self.warehouse.connect() as con:
+                strategies = {n: read_strategies(con, self.cfg.name, n, k, *which) for n, k in self.sizes.items()}
+            self._profiles[model] = compact_profile(pack_profile(self.game[0], strategies))
+        return self._profiles[model]
+
+
+def _play_hero_unit(table: _Table, model: str, seed: int, start_values: np.ndarray, compile_first: bool) -> dict:
+    """``model``'s strategies for one player against the equilibrium for the others, every hero seat in
+    turn (``cfg.simulation_tournaments`` each): the unit's `simulation` rows, its speeds (tournaments a
+    second) and, for the equilibrium itself (the control), the largest |z| of a seat's mean payoff
+    against the policy-evaluated ``start_values`` ($). ``compile_first``: the first seat this run
+    plays compiles (or loads) the kernel before its clock starts."""
+    cfg, log, names = table.cfg, table.context.log, table.names
+    T = cfg.simulation_tournaments
+    (packed, tensors), eq, prof = table.game, table.profile("equilibrium"), table.profile(model)
+    unit = {"rows": [], "speeds": [], "control_z": 0.0}
+    if compile_first:
+        simulate(packed, [eq], [0] * cfg.players, cfg.start, 1, cfg.simulation_seed, tensors)
+
+    def hero_done(h: int, res) -> None:
+        ev = res.hand_events
+        log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
+                 f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %; {res.mean_hands:.2f} hands a "
+                 f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million hands a "
+                 f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
+                 f"and {ev['three_way']:.3f} three-way showdowns")
+
+    clocks = {h: tournament_progress(log.info, f"{model} vs equilibrium, hero {names[h]}") for h in range(cfg.players)}
+    for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed, tensors, on_result=hero_done,
+                                             progress=lambda h, done, total: clocks[h](done, total))):
+        unit["rows"].append({"model": model, "hero_position": h, "hero_seat": names[h],
+                             "mean_payoff": res.mean[h], "standard_error": res.se[h], "roi_pct": res.roi[h],
+                             "roi_se_pct": res.roi_se[h], "finishing": list(res.finishing[h]),
+                             "mean_hands": res.mean_hands, "tournaments": T, "seed": res.seed})
+        unit["speeds"].append(T / max(res.wall_s, 1e-9))
+        if model == "equilibrium":
+            unit["control_z"] = max(unit["control_z"], float(np.max(
+                np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
+    return unit
+
+
+def _play_match_unit(table: _Table, model: str, seed: int) -> dict:
+    """``model`` against Harville over every seating (``cfg.match_tournaments`` each): the unit's
+    `direct_matches` rows and the largest |seat-weighted ROI sum| (%) of a seating."""
+    cfg, log, names = table.cfg, table.context.log, table.names
+    packed, tensors = table.game
+    unit = {"matches": [], "sum_err": 0.0}
+
+    def seating_done(seating) -> None:  # seatings in mask order
+        mask = sum(1 << i for i in seating.a_seats)
+        log.info(f"{model} vs harville: seating {mask} of {2 ** cfg.players - 2} "
+                 f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in {seating.result.wall_s:.1f} s")
+
+    for seating in direct_match(packed, table.profile(model), table.profile("harville"), cfg.start,
+                                cfg.match_tournaments, seed, tensors, on_seating=seating_done):
+        a, n = len(seating.a_seats), cfg.players
+        unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
+        (payoff_a, payoff_b), (finishing_a, finishing_b) = seating.payoffs, seating.finishing
+        unit["matches"].append({"model_a": model, "model_b": "harville",
+                                "a_positions": [names[i] for i in seating.a_seats], "a_players": a,
+                                "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
+                                "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
+                                "tournaments": cfg.match_tournaments, "seed": seating.result.seed,
+                                "payoff_a": payoff_a, "payoff_b": payoff_b,
+                                "finishing_a": finishing_a.tolist(), "finishing_b": finishing_b.tolist()})
+    return unit
+
+
+def _checks(control_z: float, rows: list[dict], sum_err: float, matches: list[dict]) -> list[dg.AssetCheckResult]:
+    """The asset's checks (:data:`CHECKS`) on what it played."""
+    finish_err = float(max((abs(sum(r["finishing"]) - 1.0) for r in rows), default=1.0))
+    return [
+        dg.AssetCheckResult(check_name="equilibrium_matches_its_values", passed=bool(control_z <= 4.0),
+                            metadata={"max_abs_z": control_z,
+                                      "rule": "simulated mean payoff of the all-equilibrium table within 4 standard "
+                                              "errors of the policy-evaluated start values, every position"}),
+        dg.AssetCheckResult(check_name="every_tournament_finished", passed=bool(finish_err <= 1e-9),
+                            metadata={"max_abs_finishing_sum_error": finish_err,
+                                      "rule": "a tournament stopped at the hand cap gives its players no place, so "
+                                              "the row's finishing distribution sums to less than 1"}),
+        dg.AssetCheckResult(check_name="direct_match_payoffs_sum_to_prize_pool", passed=bool(sum_err <= 1e-6),
+                            metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err, "seatings_played": len(matches)},
+                            description=None if matches else "nothing to check yet: no direct match played (a "
+                                                             "match needs Harville's and another model's sweeps)"),
+    ]
+
+
 @dg.asset(group_name="analysis", kinds={"numba", "duckdb"}, deps=[*LAYER_ASSETS, model_strategies_asset, fgs_strategies],
           check_specs=blocking_checks("simulations", CHECKS),
           description="Monte Carlo tournaments from the start state (SPEC §7.6): one player on a model's strategies, "
@@ -121,7 +233,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     cfg = game.config()
     t0 = time.perf_counter()
     release_free_memory()  # what the steps before (a layer's ex post check) freed, before the strategies are read
-    sizes = {n: len(enumerate_states(cfg.units, n)) for n in range(2, cfg.players + 1)}
+    table = _Table(context, cfg, warehouse)
     configured = model_names(cfg.fgs_depth)
     with warehouse.connect() as con:
         models = simulated_models(configured, swept_models(con, cfg.name, cfg.players), config.sweeps_left_out)
@@ -129,40 +241,17 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         start_values = np.array(con.execute(
             """SELECT list(v.value ORDER BY v.position) FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.stacks = ?""", [cfg.name, list(cfg.start)]).fetchone()[0])
+        equilibrium = equilibrium_fingerprint(con, cfg.name)
+        swept = strategies_fingerprint(con, cfg)
     pending = [m for m in configured if m not in models]
     if pending:
         context.log.info("not simulated yet (their strategies need the model sweeps, left out): " + ", ".join(pending))
 
-    # The game, the tables and each profile are made only once a unit needs playing: a rebuild or a
-    # resume that keeps every unit reads none of them (the thesis game's 14 profiles, about 28 s each).
-    @cache
-    def playing() -> tuple:
-        """(the packed game, the showdown sampler)."""
-        t = time.perf_counter()
-        packed = pack_game(cfg.units, cfg.players, cfg.payouts)
-        context.log.info(f"packed {packed.total_nodes} decision nodes of {sum(sizes.values())} states in "
-                         f"{time.perf_counter() - t:.1f} s")
-        return packed, ShowdownSampler.from_tensors(equilibrium_tensors(warehouse.path, cfg))
-
-    @cache
-    def profile(model: str):
-        """The compact form of the equilibrium's (``model`` "equilibrium") or a model's strategies (exact,
-        ~10x smaller than float32: the thesis game's profiles stay in memory together)."""
-        which = [] if model == "equilibrium" else [model]
-        with warehouse.connect() as con:
-            return compact_profile(pack_profile(playing()[0], {n: read_strategies(con, cfg.name, n, k, *which)
-                                                               for n, k in sizes.items()}))
-
-    names = position_names(cfg.players)
-    # tournaments per hero seat and per seating of a direct match
     T, M, seed = cfg.simulation_tournaments, cfg.match_tournaments, cfg.simulation_seed
     # each model's tournaments are a unit kept across an interrupt (same strategies, the equilibrium
     # the others play included, counts and seeds); the control's depend on the equilibrium alone, so
     # a `--skip-models` build (no sweep stored) keeps them, and the sweeps after it do not replay them;
     # a direct match's unit is stamped with its own tournament count
-    with warehouse.connect() as con:
-        equilibrium = equilibrium_fingerprint(con, cfg.name)
-        swept = strategies_fingerprint(con, cfg)
     played_on = {"equilibrium": equilibrium, **simulation_parameters(cfg)}
     folder = game_cache_dir("simulations", cfg)
     control, done = UnitCheckpoint(folder, played_on), UnitCheckpoint(folder, {"model_strategies": swept, **played_on})
@@ -178,31 +267,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         unit = units.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
-            (packed, tensors), eq, prof = playing(), profile("equilibrium"), profile(model)
-            unit = {"rows": [], "speeds": [], "control_z": 0.0}
-            if not speeds:  # the first seat played: compile (or load) the kernel before its clock starts
-                simulate(packed, [eq], [0] * cfg.players, cfg.start, 1, seed, tensors)
-            def hero_done(h: int, res) -> None:  # called within this model's iteration
-                ev = res.hand_events
-                context.log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
-                                 f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %; {res.mean_hands:.2f} hands a "
-                                 f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million hands a "
-                                 f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
-                                 f"and {ev['three_way']:.3f} three-way showdowns")
-
-            clocks = {h: tournament_progress(context.log.info, f"{model} vs equilibrium, hero {names[h]}")
-                      for h in range(cfg.players)}
-            for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed + 1000 * k, tensors,
-                                                     on_result=hero_done,
-                                                     progress=lambda h, done, total: clocks[h](done, total))):
-                unit["rows"].append({"model": model, "hero_position": h, "hero_seat": names[h],
-                                     "mean_payoff": res.mean[h], "standard_error": res.se[h], "roi_pct": res.roi[h],
-                                     "roi_se_pct": res.roi_se[h], "finishing": list(res.finishing[h]),
-                                     "mean_hands": res.mean_hands, "tournaments": T, "seed": res.seed})
-                unit["speeds"].append(T / max(res.wall_s, 1e-9))
-                if model == "equilibrium":
-                    unit["control_z"] = max(unit["control_z"], float(np.max(
-                        np.abs(res.mean - start_values) / np.maximum(res.se, 1e-12))))
+            unit = _play_hero_unit(table, model, seed + 1000 * k, start_values, compile_first=not speeds)
             units.save(hero_unit(model), unit)
         rows += unit["rows"]
         (kept_speeds if kept else speeds).extend(unit["speeds"])
@@ -218,26 +283,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
             continue
         unit = matched.load(match_unit(model))
         if unit is None:
-            packed, tensors = playing()
-            unit = {"matches": [], "sum_err": 0.0}
-            def seating_done(seating) -> None:  # within this model's iteration; seatings in mask order
-                mask = sum(1 << i for i in seating.a_seats)
-                context.log.info(f"{model} vs harville: seating {mask} of {2 ** cfg.players - 2} "
-                                 f"({model} at {', '.join(names[i] for i in seating.a_seats)}) in "
-                                 f"{seating.result.wall_s:.1f} s")
-
-            for seating in direct_match(packed, profile(model), profile("harville"), cfg.start, M,
-                                        seed + 77_000 + 1000 * k, tensors, on_seating=seating_done):
-                a, n = len(seating.a_seats), cfg.players
-                unit["sum_err"] = max(unit["sum_err"], abs(a * seating.roi_a + (n - a) * seating.roi_b))
-                (payoff_a, payoff_b), (finishing_a, finishing_b) = seating.payoffs, seating.finishing
-                unit["matches"].append({"model_a": model, "model_b": "harville",
-                                        "a_positions": [names[i] for i in seating.a_seats], "a_players": a,
-                                        "roi_a_pct": seating.roi_a, "roi_a_se_pct": seating.roi_a_se,
-                                        "roi_b_pct": seating.roi_b, "roi_b_se_pct": seating.roi_b_se,
-                                        "tournaments": M, "seed": seating.result.seed,
-                                        "payoff_a": payoff_a, "payoff_b": payoff_b,
-                                        "finishing_a": finishing_a.tolist(), "finishing_b": finishing_b.tolist()})
+            unit = _play_match_unit(table, model, seed + 77_000 + 1000 * k)
             matched.save(match_unit(model), unit)
         matches += unit["matches"]
         sum_err = max(sum_err, unit["sum_err"])
@@ -248,25 +294,10 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
                                         round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
                                  GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()
-    finish_err = float(max((abs(sum(r["finishing"]) - 1.0) for r in rows), default=1.0))
-    checks = [
-        dg.AssetCheckResult(check_name="equilibrium_matches_its_values", passed=bool(control_z <= 4.0),
-                            metadata={"max_abs_z": control_z,
-                                      "rule": "simulated mean payoff of the all-equilibrium table within 4 standard "
-                                              "errors of the policy-evaluated start values, every position"}),
-        dg.AssetCheckResult(check_name="every_tournament_finished", passed=bool(finish_err <= 1e-9),
-                            metadata={"max_abs_finishing_sum_error": finish_err,
-                                      "rule": "a tournament stopped at the hand cap gives its players no place, so "
-                                              "the row's finishing distribution sums to less than 1"}),
-        dg.AssetCheckResult(check_name="direct_match_payoffs_sum_to_prize_pool", passed=bool(sum_err <= 1e-6),
-                            metadata={"max_abs_seat_weighted_roi_sum_pct": sum_err, "seatings_played": len(matches)},
-                            description=None if matches else "nothing to check yet: no direct match played (a "
-                                                             "match needs Harville's and another model's sweeps)"),
-    ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "tournaments_per_hero_seat": T, "tournaments_per_match_seating": M, "seed": seed,
                   "rows_simulation": n_sim, "dagster/row_count": n_sim, "rows_direct_matches": n_match,
                   "models_not_simulated": pending,
                   **_speed(speeds, kept_speeds),
                   "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
-        check_results=checks)
+        check_results=_checks(control_z, rows, sum_err, matches))
