@@ -44,7 +44,8 @@ ns here) and to mispredicted jam/fold branches, so the profile is played in its 
 instead of 1.8 GiB for that game, so far more of the visited rows stay in the 32 MB L3):
 1.24 M/s against 0.95 M/s for the dense float32 rows on the same day. Tried and measured
 slower: branchless decisions (they stop the CPU from running ahead on the likely branch),
-interleaving 8 tournaments per thread with software prefetches, playing groups of tournaments in
+interleaving 8 tournaments per thread with software prefetches (and 2, in registers, with or
+without prefetches: no gain on the 8 MiB-L3 VM either), playing groups of tournaments in
 rounds taken in the order of their states (30–120 % slower: the hot states' rows are already in
 cache), deciding an open actor's jam by
 one draw against his row's P(jam) and dealing only a jammer's hand (4–33 % slower: the jammer's
