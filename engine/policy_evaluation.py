@@ -161,7 +161,8 @@ def outcome_place_mass(stacks: Sequence[int], n_places: int, tree: HandTree | No
 
 def _layer_system(hands: Sequence[CompiledHand], order_probs: Sequence[np.ndarray], n: int,
                   lower: dict[int, np.ndarray], payoff: Payoff | None, chunk: int = CHUNK_STATES):
-    """(P csr (m·n)², c (m·n, k), upper (k,), columns k, payoff had a column axis)."""
+    """(P csr (m·n)², c (m·n, k), upper (k,), columns k, payoff had a column axis), built chunk by
+    chunk of states (:data:`CHUNK_STATES`) so that the outcome arrays of a large layer stay small."""
     m = len(hands)
     if len(order_probs) != m:
         raise ValueError(f"order_probs must list one (T, 6) array per state: {len(order_probs)} != {m}")
@@ -173,84 +174,24 @@ def _layer_system(hands: Sequence[CompiledHand], order_probs: Sequence[np.ndarra
     data_parts, index_parts, rowcount_parts, c_parts = [], [], [], []
     upper = None
     stay_pays = False  # an outcome that stays in the layer pays something (only via a custom payoff)
-    arange6 = np.arange(MAX_ORDERS)
     for lo in range(0, m, chunk):
         hi = min(m, lo + chunk)
         hs = hands[lo:hi]
-        ps = order_probs[lo:hi]
-        Ts = np.empty(hi - lo, np.int64)
-        for i, (h, pr) in enumerate(zip(hs, ps)):
-            if h.n_players != n:
-                raise ValueError(f"state {lo + i} has {h.n_players} players, the layer has {n}")
-            T = h.term_orders.shape[0]
-            if np.shape(pr) != (T, MAX_ORDERS):
-                raise ValueError(f"order_probs[{lo + i}] must have shape ({T}, {MAX_ORDERS}); got {np.shape(pr)}")
-            Ts[i] = T
-        prob = np.concatenate([np.asarray(pr, dtype=np.float64).reshape(-1) for pr in ps])
-        orders = np.concatenate([h.term_orders for h in hs])
-        valid = (arange6[None, :] < orders[:, None]).reshape(-1)
-        if not np.all(np.isfinite(prob)):
-            raise ValueError(f"order_probs of states {lo}..{hi - 1} contain non-finite values")
-        if np.any(np.abs(prob[~valid]) > PROB_TOL):
-            raise ValueError("order_probs put probability on outcome slots o >= term_orders[t]")
-        if np.any(prob[valid] < -PROB_TOL):
-            raise ValueError("order_probs must be non-negative")
-        state = np.repeat(np.arange(hi - lo), Ts * MAX_ORDERS)
-        totals = np.bincount(state[valid], weights=prob[valid], minlength=hi - lo)
-        bad = np.flatnonzero(np.abs(totals - 1.0) > PROB_TOL)
-        if bad.size:
-            s = lo + int(bad[0])
-            raise ValueError(f"outcome probabilities of state {s} sum to {totals[bad[0]]:.9g}, not 1")
-        sel = valid & (prob > 0)
-        prob = prob[sel]
-        state = state[sel]
+        Ts = _outcome_counts(hs, order_probs[lo:hi], n, lo)
+        prob, state, sel = _reached_outcomes(hs, order_probs[lo:hi], Ts, lo)
         nxt = np.concatenate([h.term_next for h in hs]).reshape(-1)[sel]
         npl = np.concatenate([h.term_next_players for h in hs]).reshape(-1)[sel]
         seat = np.concatenate([h.term_seat for h in hs]).reshape(-1, n)[sel]
         if payoff is None:
             rew = np.concatenate([h.term_prize for h in hs]).reshape(-1, n, 1)[sel]
-            if k is None:
-                k = 1
+            k = 1 if k is None else k
         else:
-            blocks = []
-            for i, h in enumerate(hs):
-                r = np.asarray(payoff(lo + i, h), dtype=np.float64)
-                if r.ndim == 3:
-                    r = r[..., None]
-                    vec = True
-                else:
-                    vec = False
-                if k is None:
-                    k, vector_payoff = r.shape[3], vec
-                if r.shape != (Ts[i], MAX_ORDERS, n, k) or vec != vector_payoff:
-                    raise ValueError(f"payoff for state {lo + i} must have shape ({Ts[i]}, {MAX_ORDERS}, {n}"
-                                     f"{'' if vector_payoff else f', {k}'}); got {np.shape(payoff(lo + i, h))}")
-                blocks.append(r)
-            rew = np.concatenate(blocks).reshape(-1, n, k)[sel]
+            rew, k, vector_payoff = _custom_rewards(hs, lo, Ts, sel, n, payoff, k, vector_payoff)
         K = prob.shape[0]
         same = npl == n
         if np.any(rew[same] != 0):
             stay_pays = True
-        # values of seats in smaller layers
-        for nl in np.unique(npl):
-            nl = int(nl)
-            if nl == 0 or nl == n:
-                continue
-            if nl > n or nl not in lower:
-                raise ValueError(f"an outcome leads to the {nl}-player layer: lower values for {nl} players "
-                                 f"are needed (have {sorted(lower)})")
-            L = lower[nl]
-            if L.ndim == 2:
-                L = L[..., None]
-            if L.ndim != 3 or L.shape[1] != nl or L.shape[2] != k:
-                raise ValueError(f"lower table for {nl} players must have shape (states, {nl}"
-                                 f"{'' if k == 1 and vector_payoff else f', {k}'}); got {lower[nl].shape}")
-            j = np.flatnonzero(npl == nl)
-            sj = seat[j]
-            alive = sj >= 0
-            if np.any(nxt[j] < 0) or np.any(nxt[j] >= L.shape[0]):
-                raise ValueError(f"next-state index out of range for the {nl}-player table")
-            rew[j] += L[nxt[j][:, None], np.where(alive, sj, 0)] * alive[..., None]
+        _add_lower_values(rew, npl, nxt, seat, n, lower, k, vector_payoff)
         hi_val = rew.max(axis=(0, 1)) if K else np.zeros(k)
         upper = hi_val if upper is None else np.maximum(upper, hi_val)
         # c: probability-weighted sum of the exit payments per state
@@ -258,25 +199,10 @@ def _layer_system(hands: Sequence[CompiledHand], order_probs: Sequence[np.ndarra
         ptr = np.concatenate([[0], np.cumsum(counts)])
         W = sp.csr_matrix((prob, np.arange(K), ptr), shape=(hi - lo, K))
         c_parts.append(np.asarray(W @ rew.reshape(K, n * k)).reshape((hi - lo) * n, k))
-        # P: same-layer outcomes in CSR order (state, position, outcome)
-        js = np.flatnonzero(same)
-        if np.any(seat[js] < 0):
-            raise ValueError("an outcome that keeps all n players has a seat of -1")
-        if np.any(nxt[js] < 0) or np.any(nxt[js] >= m):
-            raise ValueError("next-state index out of range for this layer")
-        cnt = np.bincount(state[js], minlength=hi - lo)  # same-layer outcomes per state
-        start = np.concatenate([[0], np.cumsum(cnt)])[:-1]  # first entry of each state
-        sj = state[js]
-        off = np.arange(js.size) - start[sj]  # rank of the outcome within its state
-        pos = (n * start[sj] + off)[:, None] + np.arange(n)[None, :] * cnt[sj][:, None]
-        nnz = js.size * n
-        data = np.empty(nnz)
-        idx = np.empty(nnz, dtype=np.int64)
-        data[pos] = prob[js][:, None]
-        idx[pos] = nxt[js][:, None] * n + seat[js]
+        data, idx, rowcount = _same_layer_entries(prob, state, nxt, seat, np.flatnonzero(same), n, m, hi - lo)
         data_parts.append(data)
         index_parts.append(idx)
-        rowcount_parts.append(np.repeat(cnt, n))
+        rowcount_parts.append(rowcount)
     indptr = np.concatenate([[0], np.cumsum(np.concatenate(rowcount_parts))])
     idx = np.concatenate(index_parts)
     itype = np.int32 if max(m * n, idx.size) < 2**31 else np.int64
@@ -286,6 +212,109 @@ def _layer_system(hands: Sequence[CompiledHand], order_probs: Sequence[np.ndarra
     if stay_pays:
         upper = np.full(k, np.inf)  # the one-exit-payment bound needs rewards only on leaving
     return P, c, upper, k, vector_payoff
+
+
+def _outcome_counts(hs: Sequence[CompiledHand], ps: Sequence[np.ndarray], n: int, lo: int) -> np.ndarray:
+    """Terminals per state of a chunk (states ``lo``, ``lo`` + 1, …), after checking that each state
+    belongs to the n-player layer and its outcome probabilities have its (terminals, 6) shape."""
+    Ts = np.empty(len(hs), np.int64)
+    for i, (h, pr) in enumerate(zip(hs, ps)):
+        if h.n_players != n:
+            raise ValueError(f"state {lo + i} has {h.n_players} players, the layer has {n}")
+        T = h.term_orders.shape[0]
+        if np.shape(pr) != (T, MAX_ORDERS):
+            raise ValueError(f"order_probs[{lo + i}] must have shape ({T}, {MAX_ORDERS}); got {np.shape(pr)}")
+        Ts[i] = T
+    return Ts
+
+
+def _reached_outcomes(hs: Sequence[CompiledHand], ps: Sequence[np.ndarray], Ts: np.ndarray,
+                      lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunk's outcomes of positive probability: (their probabilities, their states within the
+    chunk, the mask that selects them among all (terminal, order) slots). Raises unless every
+    state's probabilities are finite, non-negative, zero on the slots beyond a terminal's orders
+    and sum to 1 (within :data:`PROB_TOL`)."""
+    prob = np.concatenate([np.asarray(pr, dtype=np.float64).reshape(-1) for pr in ps])
+    orders = np.concatenate([h.term_orders for h in hs])
+    valid = (np.arange(MAX_ORDERS)[None, :] < orders[:, None]).reshape(-1)
+    if not np.all(np.isfinite(prob)):
+        raise ValueError(f"order_probs of states {lo}..{lo + len(hs) - 1} contain non-finite values")
+    if np.any(np.abs(prob[~valid]) > PROB_TOL):
+        raise ValueError("order_probs put probability on outcome slots o >= term_orders[t]")
+    if np.any(prob[valid] < -PROB_TOL):
+        raise ValueError("order_probs must be non-negative")
+    state = np.repeat(np.arange(len(hs)), Ts * MAX_ORDERS)
+    totals = np.bincount(state[valid], weights=prob[valid], minlength=len(hs))
+    bad = np.flatnonzero(np.abs(totals - 1.0) > PROB_TOL)
+    if bad.size:
+        raise ValueError(f"outcome probabilities of state {lo + int(bad[0])} sum to {totals[bad[0]]:.9g}, not 1")
+    sel = valid & (prob > 0)
+    return prob[sel], state[sel], sel
+
+
+def _custom_rewards(hs: Sequence[CompiledHand], lo: int, Ts: np.ndarray, sel: np.ndarray, n: int, payoff: Payoff,
+                    k: int | None, vector_payoff: bool) -> tuple[np.ndarray, int, bool]:
+    """The chunk's selected outcomes' payments from ``payoff`` (K, n, k); the first state read fixes
+    the columns k and whether the payoff has a column axis, which every later state must match."""
+    blocks = []
+    for i, h in enumerate(hs):
+        r = np.asarray(payoff(lo + i, h), dtype=np.float64)
+        vec = r.ndim == 3
+        if vec:
+            r = r[..., None]
+        if k is None:
+            k, vector_payoff = r.shape[3], vec
+        if r.shape != (Ts[i], MAX_ORDERS, n, k) or vec != vector_payoff:
+            raise ValueError(f"payoff for state {lo + i} must have shape ({Ts[i]}, {MAX_ORDERS}, {n}"
+                             f"{'' if vector_payoff else f', {k}'}); got {np.shape(payoff(lo + i, h))}")
+        blocks.append(r)
+    return np.concatenate(blocks).reshape(-1, n, k)[sel], k, vector_payoff
+
+
+def _add_lower_values(rew: np.ndarray, npl: np.ndarray, nxt: np.ndarray, seat: np.ndarray, n: int,
+                      lower: dict[int, np.ndarray], k: int, vector_payoff: bool) -> None:
+    """Add to ``rew`` (K, n, k; $) what each outcome that leaves the layer is worth to the seats
+    still in: their values in the smaller layer's next state (``lower``)."""
+    for nl in np.unique(npl):
+        nl = int(nl)
+        if nl == 0 or nl == n:
+            continue
+        if nl > n or nl not in lower:
+            raise ValueError(f"an outcome leads to the {nl}-player layer: lower values for {nl} players "
+                             f"are needed (have {sorted(lower)})")
+        L = lower[nl]
+        if L.ndim == 2:
+            L = L[..., None]
+        if L.ndim != 3 or L.shape[1] != nl or L.shape[2] != k:
+            raise ValueError(f"lower table for {nl} players must have shape (states, {nl}"
+                             f"{'' if k == 1 and vector_payoff else f', {k}'}); got {lower[nl].shape}")
+        j = np.flatnonzero(npl == nl)
+        sj = seat[j]
+        alive = sj >= 0
+        if np.any(nxt[j] < 0) or np.any(nxt[j] >= L.shape[0]):
+            raise ValueError(f"next-state index out of range for the {nl}-player table")
+        rew[j] += L[nxt[j][:, None], np.where(alive, sj, 0)] * alive[..., None]
+
+
+def _same_layer_entries(prob: np.ndarray, state: np.ndarray, nxt: np.ndarray, seat: np.ndarray, js: np.ndarray,
+                        n: int, m: int, states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunk's rows of P: the outcomes ``js`` that keep all n players, in CSR order (state,
+    position, outcome), as (data, column indices, entries per row)."""
+    if np.any(seat[js] < 0):
+        raise ValueError("an outcome that keeps all n players has a seat of -1")
+    if np.any(nxt[js] < 0) or np.any(nxt[js] >= m):
+        raise ValueError("next-state index out of range for this layer")
+    cnt = np.bincount(state[js], minlength=states)  # same-layer outcomes per state
+    start = np.concatenate([[0], np.cumsum(cnt)])[:-1]  # first entry of each state
+    sj = state[js]
+    off = np.arange(js.size) - start[sj]  # rank of the outcome within its state
+    pos = (n * start[sj] + off)[:, None] + np.arange(n)[None, :] * cnt[sj][:, None]
+    nnz = js.size * n
+    data = np.empty(nnz)
+    idx = np.empty(nnz, dtype=np.int64)
+    data[pos] = prob[js][:, None]
+    idx[pos] = nxt[js][:, None] * n + seat[js]
+    return data, idx, np.repeat(cnt, n)
 
 
 def layer_transitions(hands: list[CompiledHand], order_probs: list[np.ndarray], n: int,
