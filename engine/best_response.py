@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from engine.cfr import NC, HandSolver, exploitability_from_cf
 from engine.checkpoint import BlockSaver, RowStream, next_block_path, reading_checkpoint, step_blocks, write_npz
 from engine.game_tree import CompiledHand, utilities
-from engine.hand_pass import SolverTensors
+from engine.hand_pass import SolverTensors, Workspace
 from engine.policy_evaluation import layer_transitions, solve_layer
 from engine.solve_progress import ProgressFn, kinded_clock, states_done_events
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
@@ -152,34 +152,9 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
                               "states": m})
             todo = [s_ for s_ in order if results[s_] is None]
 
-            def improve(s: int):
-                # a solver only to evaluate σ and the replies, made per state (15 µs) and dropped (kept
-                # for every state, their unused regrets and the whole replies once remembered took
-                # about 110 KB per 5-player state: about 15 GB on the 45-unit layer; see reply_key)
-                solver, sigma = HandSolver(hands[s], tensors), strategies[s]
-                ws = pool.workspace()
-                U = utilities(solver.hand, table)
-                root, cf_fold, cf_jam, probs = solver.evaluate(sigma, U, ws, orders=base_probs[s] is None)
-                if base_probs[s] is None:
-                    base_probs[s] = probs.copy()
-                update = root + exploitability_from_cf(sigma, cf_fold, cf_jam, solver.hand.node_actor, n)
-                replies = []
-                for p in range(n):
-                    reply = best_reply(sigma, cf_fold, cf_jam, solver.hand.node_actor, p)
-                    replies.append(None if np.array_equal(reply, sigma) else reply)
-                per_seat = []
-                for p, reply in enumerate(replies):
-                    if reply is None:
-                        per_seat.append(base_probs[s])
-                        continue
-                    key = reply_key(reply, sigma, solver.hand.node_actor == p)
-                    if last_reply[s][p] is not None and np.array_equal(key, last_reply[s][p]):
-                        per_seat.append(last_probs[s][p])
-                    else:
-                        solver.evaluate(reply, U, ws, orders=True)
-                        last_reply[s][p], last_probs[s][p] = key, solver.order_probs.copy()
-                        per_seat.append(last_probs[s][p])
-                return update, per_seat, sum(r is not None for r in replies)
+            def improve(s: int) -> tuple[np.ndarray, list[np.ndarray], int]:
+                return _improve_state(hands[s], strategies[s], tensors, pool.workspace(), table, s, base_probs,
+                                      last_reply, last_probs)
 
             clock = kinded_clock(hands, todo)
             done = states_done_events(pool.imap_done(clock.timed(improve), todo), len(todo), progress, PROGRESS_EVERY_S,
@@ -212,6 +187,44 @@ def nemesis_layer(hands: list[CompiledHand], strategies: list[np.ndarray], value
     finally:
         pool.close()
     return W, log
+
+
+def _improve_state(hand: CompiledHand, sigma: np.ndarray, tensors: SolverTensors, ws: Workspace,
+                   table: dict[int, np.ndarray], s: int, base_probs: list, last_reply: list,
+                   last_probs: list) -> tuple[np.ndarray, list[np.ndarray], int]:
+    """State ``s``'s nemesis update under the values ``table`` (per layer, $): (each seat's value
+    when it alone best-replies to σ = ``sigma``, $; per seat, the outcome probabilities of that
+    reply, or σ's own where the reply is σ; the number of seats whose reply differs from σ).
+
+    σ's outcome probabilities are computed once (``base_probs[s]``); a seat's reply that equals its
+    last one (as :func:`reply_key`) reuses that reply's probabilities (``last_reply``, ``last_probs``)
+    instead of another pass. The solver only evaluates σ and the replies, so it is made per state
+    (15 µs) and dropped: kept for every state, their unused regrets and the whole replies once
+    remembered took about 110 KB per 5-player state, about 15 GB on the 45-unit layer."""
+    n = hand.n_players
+    solver = HandSolver(hand, tensors)
+    U = utilities(hand, table)
+    root, cf_fold, cf_jam, probs = solver.evaluate(sigma, U, ws, orders=base_probs[s] is None)
+    if base_probs[s] is None:
+        base_probs[s] = probs.copy()
+    update = root + exploitability_from_cf(sigma, cf_fold, cf_jam, hand.node_actor, n)
+    replies = []
+    for p in range(n):
+        reply = best_reply(sigma, cf_fold, cf_jam, hand.node_actor, p)
+        replies.append(None if np.array_equal(reply, sigma) else reply)
+    per_seat = []
+    for p, reply in enumerate(replies):
+        if reply is None:
+            per_seat.append(base_probs[s])
+            continue
+        key = reply_key(reply, sigma, hand.node_actor == p)
+        if last_reply[s][p] is not None and np.array_equal(key, last_reply[s][p]):
+            per_seat.append(last_probs[s][p])
+        else:
+            solver.evaluate(reply, U, ws, orders=True)
+            last_reply[s][p], last_probs[s][p] = key, solver.order_probs.copy()
+            per_seat.append(last_probs[s][p])
+    return update, per_seat, sum(r is not None for r in replies)
 
 
 def _round_path(folder: Path, n: int) -> Path:
