@@ -135,10 +135,11 @@ class _Table:
         """The compact form of the equilibrium's (``model`` "equilibrium") or a model's strategies (exact,
         ~10x smaller than float32: the thesis game's profiles stay in memory together), read once."""
         if model not in self._profiles:
+            packed, _ = self.game
             which = [] if model == "equilibrium" else [model]
             with self.warehouse.connect() as con:
                 strategies = {n: read_strategies(con, self.cfg.name, n, k, *which) for n, k in self.sizes.items()}
-            self._profiles[model] = compact_profile(pack_profile(self.game[0], strategies))
+            self._profiles[model] = compact_profile(pack_profile(packed, strategies))
         return self._profiles[model]
 
 

@@ -50,11 +50,11 @@ from engine.memory import release_free_memory
 from engine.policy_evaluation import evaluate_layer
 from engine.solve_progress import (KindedClock, ProgressFn, cost_kinds, estimable_order, first_solve_kinds,
                                   states_done_events)
+from engine import state_resolve
 from engine.solver_pool import SolverPool, heaviest_first, largest_hand
+from engine.state_resolve import StateResolver
 from engine.target_ladder import CYCLE_WINDOW, first_target, inner_target, level_of, target_levels, values_cycling
-from engine.state_resolve import HELD_RETRY_GROWTH, StateResolver
 from engine.warm_starts import warm_start_waves
-
 
 
 @dataclass
@@ -118,8 +118,9 @@ class _Ticker:
 
 HELD_RETRIES = 2
 """Times a layer solve tries its held states again once its outer iterations at gamma have
-settled with some of them above gamma, each time with :data:`HELD_RETRY_GROWTH` times the
-CFR+ iteration cap of the time before (20,000, then 40,000 and 80,000).
+settled with some of them above gamma, each time with
+:data:`~engine.state_resolve.HELD_RETRY_GROWTH` times the CFR+ iteration cap of the time before
+(20,000, then 40,000 and 80,000).
 
 Held at gamma, a state would otherwise end the layer above gamma for good: the pipeline's blocking
 check of every state's exploitability fails, the analyses after the layer do not run, and a
@@ -272,7 +273,8 @@ class _LayerSolve:
         if self.progress:
             self.progress({"event": "retrying_held", "players": self.n, "outer_iteration": outer_iteration,
                            "states": len(over), "exploitability": float(ledger.bound[over].max()),
-                           "max_iterations": self.max_iterations * HELD_RETRY_GROWTH ** ledger.held_retries,
+                           "max_iterations": self.max_iterations
+                           * state_resolve.HELD_RETRY_GROWTH ** ledger.held_retries,
                            "retry": ledger.held_retries, "retries": ledger.held_retries_allowed})
         ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
         return True
