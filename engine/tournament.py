@@ -208,8 +208,10 @@ class _LayerSolve:
     """One run of :func:`solve_layer`: the layer's solvers, values ($) and ledger between outer
     iterations, read back from the checkpoint where there is one."""
 
-    def __init__(self, units, n, payouts, gamma, tensors, lower_values, threads, batch, max_outer, max_iterations,
-                 checkpoint, progress, loose, checkpoint_every, held_retries):
+    def __init__(self, units: int, n: int, payouts: tuple[float, ...], gamma: float, tensors: SolverTensors,
+                 lower_values: dict[int, np.ndarray], threads: int | None, batch: int, max_outer: int | None,
+                 max_iterations: int, checkpoint: Path | None, progress: ProgressFn | None, loose: bool,
+                 checkpoint_every: float, held_retries: int):
         self.n, self.gamma, self.lower_values, self.max_outer = n, gamma, lower_values, max_outer
         self.max_iterations, self.checkpoint, self.progress, self.loose = max_iterations, checkpoint, progress, loose
         self.checkpoint_every = checkpoint_every
