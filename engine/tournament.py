@@ -236,16 +236,15 @@ class _LayerSolve:
             check_lower_fingerprint(checkpoint, n, lower_fingerprint(lower_values))
             if layer_path(checkpoint, n).exists():
                 self._resume(held_retries)
-        self.pool = SolverPool(threads, largest_hand(hands))
         self.successors = [np.unique(h.term_next[h.term_next_players == n]) for h in hands]
         self.order = np.array(heaviest_first(hands), dtype=np.int64)
-        self.wave, source = warm_start_waves(self.stacks)
-        self.source = source
+        self.wave, self.source = warm_start_waves(self.stacks)
         self.tree_kinds = cost_kinds(hands)  # (kinds, prior) of the time-left estimates
         self.converged = self.ledger.settled and not self.finished  # (resumed in its final measurement)
+        self.pool = SolverPool(threads, largest_hand(hands))  # (last: run() closes it, whatever happens there)
         self.resolver = StateResolver(
             n=n, gamma=gamma, stacks=self.stacks, solvers=self.solvers, ledger=self.ledger,
-            lower_values=lower_values, source=source, pool=self.pool, max_iterations=max_iterations, batch=batch,
+            lower_values=lower_values, source=self.source, pool=self.pool, max_iterations=max_iterations, batch=batch,
             keep_jam_chances=sum(s.jam_chance_bytes() for s in self.solvers) <= JAM_CHANCE_BUDGET,
             keep_depth2_sums=sum(s.depth2_sum_bytes() for s in self.solvers) <= DEPTH2_SUM_BUDGET,
             progress=progress)
