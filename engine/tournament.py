@@ -264,21 +264,28 @@ class _LayerSolve:
             ledger.held_retries_allowed = ledger.held_retries + held_retries
             self.finished = not self._retry_held(over, self.start_outer)
 
-    def _retry_held(self, over: np.ndarray, outer_iteration: int) -> bool:
-        """Solve the held states ``over`` (above gamma) again with a larger cap, if a retry is left."""
+    def _retry_held(self, over: np.ndarray, outer_iteration: int, announce: bool = True) -> bool:
+        """Solve the held states ``over`` (above gamma) again with a larger cap, if a retry is left
+        (``announce``: say so now; else the caller does, with :meth:`_announce_retry`)."""
         ledger = self.ledger
         if not len(over) or ledger.held_retries >= ledger.held_retries_allowed:
             return False
         ledger.held_retries += 1
         ledger.settled = False
+        if announce:
+            self._announce_retry(over, outer_iteration)
+        ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
+        return True
+
+    def _announce_retry(self, over: np.ndarray, outer_iteration: int) -> None:
+        """The progress event of the retry :meth:`_retry_held` has just granted the states ``over``."""
+        ledger = self.ledger
         if self.progress:
             self.progress({"event": "retrying_held", "players": self.n, "outer_iteration": outer_iteration,
                            "states": len(over), "exploitability": float(ledger.bound[over].max()),
                            "max_iterations": self.max_iterations
                            * state_resolve.HELD_RETRY_GROWTH ** ledger.held_retries,
                            "retry": ledger.held_retries, "retries": ledger.held_retries_allowed})
-        ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
-        return True
 
     def run(self) -> LayerSolution:
         """Outer iterations until the layer settles at gamma, cycles, or reaches ``max_outer``; then the
@@ -388,17 +395,21 @@ class _LayerSolve:
                  "max_exploitability": float(ledger.bound.max()) if self.m else 0.0,
                  "wall_s": time.perf_counter() - t0}
         self.log.append(entry)
-        if progress:  # (with the target's place on the layer's ladder, for the log)
-            levels = {"level": level_of(target, self.gamma, n), "levels": len(target_levels(self.gamma, n))}
-            progress({"event": "outer", **entry, **(levels if self.loose else {})})
         # (a screening outer iteration that screened no state checked every one like any other)
         settled = updated == 0 and target <= self.gamma and not ledger.screened.any()
         # held above gamma: solved again with a larger cap (see HELD_RETRIES)
-        retry = settled and self._retry_held(np.flatnonzero(ledger.bound > self.gamma), outer + 1)
+        held = np.flatnonzero(ledger.bound > self.gamma)
+        retry = settled and self._retry_held(held, outer + 1, announce=False)
         ledger.settled = settled and not retry
         if self.checkpoint is not None:
             save_layer(self.checkpoint, n, self.V, self.log, outer + 1, self.solvers, ledger)
             release_free_memory()
+        if progress:  # only once saved: a run killed before the save repeats this outer iteration
+            # (with the target's place on the layer's ladder, for the log)
+            levels = {"level": level_of(target, self.gamma, n), "levels": len(target_levels(self.gamma, n))}
+            progress({"event": "outer", **entry, **(levels if self.loose else {})})
+            if retry:
+                self._announce_retry(held, outer + 1)
         if ledger.settled:
             self.converged = True
             return True

@@ -137,6 +137,38 @@ def test_resume_from_checkpoint_matches(tmp_path, tiny_tensors, solved):
     np.testing.assert_allclose(resumed.values, solved[3].values, atol=5 * GAMMA)
 
 
+def test_an_outer_iteration_is_announced_only_once_saved(tmp_path, tiny_tensors, solved, monkeypatch):
+    """The 'outer iteration done' line comes after its checkpoint: a run killed while saving the
+    second outer iteration (the `thesis` 5-player layer's save writes gigabytes) has announced the
+    first alone, and the run that resumes it announces the second once, as the one it did."""
+    import engine.tournament as tournament
+
+    lower = {2: solved[2].values}
+    save_layer, saves = tournament.save_layer, []
+
+    class Killed(Exception):
+        pass
+
+    def killed_in_the_second_save(*args, **kw):
+        saves.append(args[4])
+        if len(saves) == 2:
+            raise Killed
+        save_layer(*args, **kw)
+
+    monkeypatch.setattr(tournament, "save_layer", killed_in_the_second_save)
+    events: list[dict] = []
+    with pytest.raises(Killed):
+        solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path,
+                    progress=events.append)
+    assert saves == [1, 2] and [e["outer_iteration"] for e in events if e["event"] == "outer"] == [1]
+    monkeypatch.setattr(tournament, "save_layer", save_layer)
+    events.clear()
+    resumed = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=1, checkpoint=tmp_path,
+                          progress=events.append)
+    announced = [e["outer_iteration"] for e in events if e["event"] == "outer"]
+    assert announced == list(range(2, len(resumed.log) + 1)) and len(resumed.log) >= 2
+
+
 def test_a_checkpoint_solved_against_other_smaller_layers_is_refused(tmp_path, tiny_tensors, solved):
     """A layer's checkpoints (its file and the blocks of an outer iteration) are stamped with a
     fingerprint of the smaller layers' values they were solved against: resumed against other
