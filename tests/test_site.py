@@ -812,6 +812,34 @@ def test_a_site_left_between_its_two_renames_comes_back_even_if_the_next_build_f
     assert (out / "site" / "index.html").read_text() == "the last site"
 
 
+def test_a_site_build_interrupted_in_mkdocs_leaves_the_last_site_and_no_half_built_one(tiny_build, tmp_path,
+                                                                                      monkeypatch):
+    """Ctrl-C (or a failure) while mkdocs writes the new site: the last site stays as it was and
+    the half-written staging folder is removed then, not left until the next build."""
+    from pathlib import Path
+
+    from sitegen import build
+
+    out = tmp_path / "out"
+    (out / "site").mkdir(parents=True)
+    (out / "site" / "index.html").write_text("the last site")
+    run = subprocess.run
+
+    def interrupted_mkdocs(cmd, **kw):
+        if "mkdocs" not in cmd:
+            return run(cmd, **kw)
+        staging = Path(cmd[cmd.index("--site-dir") + 1])
+        staging.mkdir(parents=True)
+        (staging / "index.html").write_text("half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.subprocess, "run", interrupted_mkdocs)
+    with pytest.raises(KeyboardInterrupt):
+        build.build_site("tiny", tiny_build["warehouse"], out)
+    assert (out / "site" / "index.html").read_text() == "the last site"
+    assert not (out / "site.new").exists() and not (out / "site.old").exists()
+
+
 def test_the_vega_bundle_a_killed_build_left_short_is_made_again(tmp_path):
     """The chart library is kept between builds, stamped with vl-convert's version and its length:
     a truncated file (a build killed while writing it, before the atomic write) is remade."""

@@ -67,11 +67,15 @@ def build_site(game: str, warehouse: str | Path | None = None, out: Path | None 
     shutil.rmtree(fresh, ignore_errors=True)
     env = {**os.environ, "JAMFOLD_DOCS_DIR": str(out / "docs")}
     config = _write_config(out, [(title, page) for title, page in NAV if (out / "docs" / page).exists()])
-    # No -q: mkdocs' quiet mode drops the warnings before --strict counts them (a dead link passed).
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
-                           "--site-dir", str(fresh)], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
+    try:
+        # No -q: mkdocs' quiet mode drops the warnings before --strict counts them (a dead link passed).
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
+                               "--site-dir", str(fresh)], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
+    except BaseException:  # failed or interrupted (Ctrl-C, SIGTERM): no half-built site left beside the last one
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
         final.rename(old)
