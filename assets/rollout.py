@@ -151,8 +151,8 @@ def _check_pairs(con, rollout_id: str) -> dg.AssetCheckResult:
                                          description="818,805 rows; weights total 1,326·1,225·1,128; 325 undealable rows; "
                                                      "every dealable row's six order probabilities sum to 1 within 1e-9")],
           description="Three-way all-in finishing-order probabilities of every class multiset {a ≤ b ≤ c} → table "
-                      "`rollout_triples`, and its build record in `rollout_tables`. Exact builds checkpoint finished "
-                      "chunks under .cache/ and resume after an interrupt.")
+                      "`rollout_triples`, and its build record in `rollout_tables`. Builds checkpoint finished chunks "
+                      "under .cache/ (exact and sampled alike) and resume after an interrupt.")
 def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, game: GameResource,
                     warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
@@ -165,7 +165,7 @@ def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, ga
         table = rollout.build_triple_table(
             cfg.rollout_triples, samples=cfg.rollout_samples if cfg.rollout_triples == "sampled" else None,
             seed=cfg.rollout_seed, progress=_progress_logger(context, "triple table"),
-            checkpoint_dir=str(cache_dir("rollout", rollout_id)) if cfg.rollout_triples == "exact" else None)
+            checkpoint_dir=str(cache_dir("rollout", rollout_id)))
     with warehouse.connect() as con:
         if table is not None:
             write_triple_table(con, rollout_id, table)

@@ -376,21 +376,29 @@ def _chunk_path(folder: Path, tag: str, start: int, stop: int) -> Path:
     return folder / f"{tag}_rows{start:06d}-{stop:06d}.npy"
 
 
-def exact_triple_chunks_saved(checkpoint_dir: str | os.PathLike) -> tuple[int, int, float | None]:
-    """(chunks saved, chunks in all, when the last was saved: POSIX time or None) of an exact
-    triple table being built with ``checkpoint_dir`` (for `jamfold progress`; reads nothing but
-    the folder's names and times)."""
+def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", samples: int | None = None,
+                        seed: int = 0) -> tuple[int, int, float | None]:
+    """(chunks saved, chunks in all, when the last was saved: POSIX time or None) of a triple
+    table being built with ``checkpoint_dir`` and these settings (for `jamfold progress`; reads
+    nothing but the folder's names and times)."""
     folder = Path(checkpoint_dir)
-    starts = range(0, N_TRIPLE_ROWS, EXACT_TRIPLE_CHUNK)
+    chunk, tag = _triple_chunking(mode, samples, seed)
+    starts = range(0, N_TRIPLE_ROWS, chunk)
     saved, last = 0, None
     for start in starts:
         try:
-            stop = min(start + EXACT_TRIPLE_CHUNK, N_TRIPLE_ROWS)
-            when = _chunk_path(folder, EXACT_TRIPLE_TAG, start, stop).stat().st_mtime
+            when = _chunk_path(folder, tag, start, min(start + chunk, N_TRIPLE_ROWS)).stat().st_mtime
         except FileNotFoundError:
             continue
         saved, last = saved + 1, max(last or 0.0, when)
     return saved, len(starts), last
+
+
+def _triple_chunking(mode: str, samples: int | None, seed: int) -> tuple[int, str]:
+    """(rows per chunk, the chunk files' name tag) of a triple table built with these settings."""
+    if mode == "exact":
+        return EXACT_TRIPLE_CHUNK, EXACT_TRIPLE_TAG
+    return max(256, SAMPLED_CHUNK_DRAWS // samples), f"triples_sampled_n{samples}_seed{seed}"
 
 
 def _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk_rows, tag):
@@ -475,10 +483,7 @@ def build_triple_table(
     _validate(mode, samples, seed, progress, checkpoint_dir)
     t0 = time.perf_counter()
     classes = triple_classes()
-    if mode == "exact":
-        chunk, tag = EXACT_TRIPLE_CHUNK, EXACT_TRIPLE_TAG
-    else:
-        chunk, tag = max(256, SAMPLED_CHUNK_DRAWS // samples), f"triples_sampled_n{samples}_seed{seed}"
+    chunk, tag = _triple_chunking(mode, samples, seed)
     deals, p, precision = _build(classes, mode, samples, seed, progress, checkpoint_dir, chunk, tag)
     return TripleTable(
         a=classes[:, 0].copy(),

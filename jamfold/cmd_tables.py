@@ -127,8 +127,8 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     rollout_id = "exact" if args.exact else f"sampled-{args.samples}-seed{args.seed}"
     kinds = ["pairs", "triples"] if args.kind == "all" else [args.kind]
     db.connect(args.warehouse).close()  # fail now, not after an hour, if the warehouse is locked
-    if args.exact:
-        usable_folder("JAMFOLD_CACHE (checkpoints of the exact triples)", cache_root() / "rollout")
+    if "triples" in kinds:
+        usable_folder("JAMFOLD_CACHE (checkpoints of the triple table)", cache_root() / "rollout")
     for kind in kinds:
         bar = tqdm(total=1, desc=f"{kind} table ({rollout_id})", unit="matchup", unit_scale=True, file=sys.stderr)
 
@@ -141,7 +141,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
             table = rollout.build_pair_table(mode, samples=args.samples, seed=args.seed, progress=progress)
         else:
             table = rollout.build_triple_table(mode, samples=args.samples, seed=args.seed, progress=progress,
-                                               checkpoint_dir=str(cache_dir("rollout", rollout_id)) if args.exact else None)
+                                               checkpoint_dir=str(cache_dir("rollout", rollout_id)))
         bar.close()
         with db.session(args.warehouse) as con:
             (write_pair_table if kind == "pairs" else write_triple_table)(con, rollout_id, table)

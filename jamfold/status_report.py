@@ -25,7 +25,7 @@ from assets.resume import game_folder, kept_record, unused_old_folders, work_fol
 from engine.checkpoint import DamagedCheckpoint
 from engine.config import GameConfig
 from engine.equity_models import model_names
-from engine.rollout import exact_triple_chunks_saved
+from engine.rollout import triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states
 from engine.target_ladder import first_target, inner_target, level_of, target_levels
@@ -258,16 +258,16 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
 
 
 def triple_table_line(cfg: GameConfig, cache: Path, solve_started: bool) -> str | None:
-    """The exact triple table's chunks (the first 13–16 minutes of a `thesis` build), None for a
-    game on sampled tables (built in seconds, not checkpointed), and None without chunks once the
-    game's solve has started (the table was built, with another cache or before this one)."""
-    if cfg.rollout_triples != "exact":
-        return None
-    saved, total, last = exact_triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"))
+    """The triple table's chunks (the first 13–16 minutes of a `thesis` build, exact; about a
+    minute sampled), None without chunks once the game's solve has started (the table was built,
+    with another cache or before this one)."""
+    mode = cfg.rollout_triples
+    saved, total, last = triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"), mode,
+                                             cfg.rollout_samples if mode == "sampled" else None, cfg.rollout_seed)
     if not saved:
-        return None if solve_started else "exact triple table: not started"
+        return None if solve_started else f"{mode} triple table: not started"
     done = "all" if saved == total else f"{saved} of"
-    return f"exact triple table: {done} {total} chunks computed (the last saved {when(last)})"
+    return f"{mode} triple table: {done} {total} chunks computed (the last saved {when(last)})"
 
 
 def unused_folders_line(cfg: GameConfig, cache: Path) -> str | None:

@@ -259,6 +259,11 @@ def test_rollout_metadata_records_mode_and_precision(tiny_build):
     meta = mats["rollout_triples"]
     assert meta["mode"].value == "sampled" and meta["boards_per_matchup"].value == 4
     assert meta["rows"].value == 818_805 and meta["precision (max std error)"].value > 0
+    # its chunks were checkpointed as they finished (a build interrupted in it resumes with them)
+    from engine.rollout import triple_chunks_saved
+
+    saved, total, _ = triple_chunks_saved(tiny_build["root"] / "cache" / "rollout" / "sampled-4-seed3", "sampled", 4, 3)
+    assert saved == total >= 1  # (one chunk at 4 boards a matchup; 82 at the quick game's 2,000)
 
 
 def test_solve_metadata_matches_the_solve_log(tiny_build):

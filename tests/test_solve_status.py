@@ -340,36 +340,44 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert "the equilibrium's simulated tournaments (the control): not played yet with" in _progress(config, capsys)
 
 
-def test_progress_counts_the_exact_triple_tables_chunks(tmp_path, monkeypatch, capsys):
-    """The first quarter hour of a `thesis` build: the exact triple table's chunks saved so far,
-    counted from the checkpoints an interrupted build leaves (the rollout itself stood in for by
-    zeros and cut into 9 chunks: what is counted is the build's own files)."""
+@pytest.mark.parametrize("mode", ["exact", "sampled"])
+def test_progress_counts_the_triple_tables_chunks(tmp_path, monkeypatch, capsys, mode):
+    """The first quarter hour of a `thesis` build (exact), or the first minute of a quick one
+    (sampled): the triple table's chunks saved so far, counted from the checkpoints an interrupted
+    build leaves (the rollout itself stood in for by zeros and cut into 9 chunks: what is counted
+    is the build's own files)."""
     import numpy as np
 
     import engine.rollout as ro
 
     monkeypatch.setattr(ro, "EXACT_TRIPLE_CHUNK", 100_000)  # 9 chunks
+    monkeypatch.setattr(ro, "SAMPLED_CHUNK_DRAWS", 4 * 100_000)  # 9 chunks of 4 boards a row
     monkeypatch.setattr(ro, "_exact_rows", lambda classes: (np.zeros(len(classes), np.int64),
                                                            np.zeros((len(classes), 6))))
-    config = tmp_path / "exact.toml"
-    config.write_text('name = "exact"\nplayers = 3\nunits = 8\npayouts = [70, 30]\ngamma = 0.001\n'
-                      'rollout_pairs = "exact"\nrollout_triples = "exact"\n')
+    monkeypatch.setattr(ro, "_sampled_rows", lambda classes, *args: np.zeros((len(classes), 6)))
+    settings = dict(samples=4, seed=3) if mode == "sampled" else {}
+    folder = "sampled-4-seed3" if mode == "sampled" else "exact"
+    config = tmp_path / f"{mode}.toml"
+    config.write_text(f'name = "{mode}"\nplayers = 3\nunits = 8\npayouts = [70, 30]\ngamma = 0.001\n'
+                      f'rollout_pairs = "exact"\nrollout_triples = "{mode}"\n'
+                      + ("rollout_samples = 4\nrollout_seed = 3\n" if mode == "sampled" else ""))
     cache = tmp_path / "cache"
     monkeypatch.setenv("JAMFOLD_CACHE", str(cache))
-    assert "exact triple table" not in _progress(config, capsys)  # nothing yet: the early answer
+    assert "triple table" not in _progress(config, capsys)  # nothing yet: the early answer
 
     def stop_after_three(done, total):
         if done == 3 * 100_000:
             raise Interrupt
     with pytest.raises(Interrupt):
-        ro.build_triple_table("exact", progress=stop_after_three, checkpoint_dir=str(cache / "rollout" / "exact"))
+        ro.build_triple_table(mode, progress=stop_after_three, checkpoint_dir=str(cache / "rollout" / folder),
+                              **settings)
     out = _progress(config, capsys)
     assert "no running build found: `./lab build --config" in out
-    assert "exact triple table: 3 of 9 chunks computed (the last saved " in out
+    assert f"{mode} triple table: 3 of 9 chunks computed (the last saved " in out
     assert "2-player layer (7 states): not started" in out
 
-    ro.build_triple_table("exact", checkpoint_dir=str(cache / "rollout" / "exact"))
-    assert "exact triple table: all 9 chunks computed (the last saved " in _progress(config, capsys)
+    ro.build_triple_table(mode, checkpoint_dir=str(cache / "rollout" / folder), **settings)
+    assert f"{mode} triple table: all 9 chunks computed (the last saved " in _progress(config, capsys)
 
 
 def test_progress_loads_neither_dagster_nor_duckdb_nor_pandas(tmp_path):
