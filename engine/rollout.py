@@ -381,17 +381,31 @@ def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", 
     """(chunks saved, chunks in all, when the last was saved: POSIX time or None) of a triple
     table being built with ``checkpoint_dir`` and these settings (for `jamfold progress`; reads
     nothing but the folder's names and times)."""
+    saved, total = _saved_chunks(checkpoint_dir, mode, samples, seed)
+    return len(saved), total, max((when for _, when in saved), default=None)
+
+
+def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", samples: int | None = None,
+                      seed: int = 0) -> int:
+    """Rows of a triple table that its checkpoints in ``checkpoint_dir`` already hold (a resumed
+    build loads them in an instant: its time left is reckoned from the rows it computes)."""
+    return sum(rows for rows, _ in _saved_chunks(checkpoint_dir, mode, samples, seed)[0])
+
+
+def _saved_chunks(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,
+                  seed: int) -> tuple[list[tuple[int, float]], int]:
+    """([(rows, when saved)] of every chunk file present, chunks in all) of a triple table."""
     folder = Path(checkpoint_dir)
     chunk, tag = _triple_chunking(mode, samples, seed)
     starts = range(0, N_TRIPLE_ROWS, chunk)
-    saved, last = 0, None
+    saved = []
     for start in starts:
+        stop = min(start + chunk, N_TRIPLE_ROWS)
         try:
-            when = _chunk_path(folder, tag, start, min(start + chunk, N_TRIPLE_ROWS)).stat().st_mtime
+            saved.append((stop - start, _chunk_path(folder, tag, start, stop).stat().st_mtime))
         except FileNotFoundError:
             continue
-        saved, last = saved + 1, max(last or 0.0, when)
-    return saved, len(starts), last
+    return saved, len(starts)
 
 
 def _triple_chunking(mode: str, samples: int | None, seed: int) -> tuple[int, str]:
