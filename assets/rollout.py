@@ -25,7 +25,9 @@ UNDEALABLE_TRIPLES = 325
 
 class RolloutConfig(dg.Config):
     rebuild: bool = Field(default=False, description="Rebuild even when the warehouse already holds a complete "
-                                                     "table with this rollout id.")
+                                                     "table with this rollout id (a triple table's chunk "
+                                                     "checkpoints in .cache/rollout/ are read back: delete them "
+                                                     "to compute it anew).")
 
 
 def _progress_logger(context: dg.AssetExecutionContext, what: str, saved: int = 0):

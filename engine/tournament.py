@@ -262,18 +262,18 @@ class _LayerSolve:
                            "finished": self.finished, "over_gamma": len(over), "settled": ledger.settled})
         if len(over) and not self.cycling:  # finished above gamma: this run may retry its held states (HELD_RETRIES)
             ledger.held_retries_allowed = ledger.held_retries + held_retries
-            self.finished = not self._retry_held(over, self.start_outer)
+            self.finished = not self._retry_held(over)
+            if not self.finished:
+                self._announce_retry(over, self.start_outer)
 
-    def _retry_held(self, over: np.ndarray, outer_iteration: int, announce: bool = True) -> bool:
+    def _retry_held(self, over: np.ndarray) -> bool:
         """Solve the held states ``over`` (above gamma) again with a larger cap, if a retry is left
-        (``announce``: say so now; else the caller does, with :meth:`_announce_retry`)."""
+        (the caller says so, with :meth:`_announce_retry`, once the retry is saved or about to run)."""
         ledger = self.ledger
         if not len(over) or ledger.held_retries >= ledger.held_retries_allowed:
             return False
         ledger.held_retries += 1
         ledger.settled = False
-        if announce:
-            self._announce_retry(over, outer_iteration)
         ledger.held_target[over], ledger.held_exploitability[over] = np.inf, 0.0
         return True
 
@@ -399,7 +399,7 @@ class _LayerSolve:
         settled = updated == 0 and target <= self.gamma and not ledger.screened.any()
         # held above gamma: solved again with a larger cap (see HELD_RETRIES)
         held = np.flatnonzero(ledger.bound > self.gamma)
-        retry = settled and self._retry_held(held, outer + 1, announce=False)
+        retry = settled and self._retry_held(held)
         ledger.settled = settled and not retry
         if self.checkpoint is not None:
             save_layer(self.checkpoint, n, self.V, self.log, outer + 1, self.solvers, ledger)

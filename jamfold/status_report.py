@@ -1,6 +1,6 @@
 """`jamfold progress`: where a game's build stands, as lines of text, from its checkpoint folders.
 
-In the order a build runs them: the exact triple table's chunks; per layer, its solve (outer
+In the order a build runs them: the triple table's chunks; per layer, its solve (outer
 iterations, the last one's figures, the states of the one in progress kept in block checkpoints),
 then, once it is solved, the two long steps the build runs on it: the equilibrium's finishing
 probabilities (a hand-outcome pass over the layer's states, then a policy evaluation) and its ex

@@ -275,7 +275,7 @@ def test_a_resumed_triple_tables_time_left_counts_only_the_rows_it_computes(monk
     import assets.rollout as asset_rollout
 
     lines, clock = [], iter([0.0, 0.1, 0.2, 10.0, 20.0])
-    monkeypatch.setattr(asset_rollout.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(asset_rollout, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
     context = types.SimpleNamespace(log=types.SimpleNamespace(info=lines.append))
     report = asset_rollout._progress_logger(context, "triple table", saved=300_000)
     for done in (100_000, 300_000, 400_000, 500_000):  # two chunks loaded, then 100,000 rows per 10 s
