@@ -1048,6 +1048,8 @@ def test_a_layer_settled_above_gamma_retries_its_held_states_with_a_larger_cap(t
                         held_retries=2, progress=events.append)
     retries = [e for e in events if e["event"] == "retrying_held"]
     assert [(e["retry"], e["states"], e["max_iterations"]) for e in retries] == [(1, len(_over(without, target)), 16)]
+    at = events.index(retries[0])  # announced right after the outer iteration that settled (and its save)
+    assert events[at - 1]["event"] == "outer" and events[at - 1]["outer_iteration"] == retries[0]["outer_iteration"]
     assert retries[0]["exploitability"] == pytest.approx(max(without.exploitability))
     assert layer_log_line(retries[0])[0] == "warning" and "16" in layer_log_line(retries[0])[1]
     assert not _over(layer, target) and len(layer.log) > len(without.log)
