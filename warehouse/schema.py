@@ -86,7 +86,8 @@ _add(Table(
      _c("seed", "BIGINT", "random seed (NULL when exact)"),
      _c("precision", "DOUBLE", "largest standard error of a probability in the table (0 when exact)"),
      _c("rows", "BIGINT", "rows written"),
-     _c("wall_s", "DOUBLE", "build time, seconds"),
+     _c("wall_s", "DOUBLE", "build time, seconds (of the run that finished it: a triple table resumed "
+                            "from its chunk checkpoints counts the chunks computed in that run only)"),
      _c("built_at", "TIMESTAMP", "when the build finished (UTC)")),
     key=("rollout", "kind")))
 
