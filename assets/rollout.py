@@ -133,7 +133,7 @@ def rollout_pairs(context: dg.AssetExecutionContext, config: RolloutConfig, game
     table = None
     if not reuse:
         context.log.info(f"building pair table {rollout_id}")
-        table = rollout.build_pair_table(cfg.rollout_pairs, samples=cfg.rollout_samples if cfg.rollout_pairs == "sampled" else None,
+        table = rollout.build_pair_table(cfg.rollout_pairs, samples=cfg.rollout_boards("pairs"),
                                          seed=cfg.rollout_seed, progress=_progress_logger(context, "pair table"))
     with warehouse.connect() as con:
         if table is not None:
@@ -172,7 +172,7 @@ def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, ga
     table = None
     if not reuse:
         context.log.info(f"building triple table {rollout_id}")
-        samples = cfg.rollout_samples if cfg.rollout_triples == "sampled" else None
+        samples = cfg.rollout_boards("triples")
         folder = cache_dir("rollout", rollout_id)
         saved = rollout.triple_rows_saved(folder, cfg.rollout_triples, samples, cfg.rollout_seed)
         table = rollout.build_triple_table(cfg.rollout_triples, samples=samples, seed=cfg.rollout_seed,

@@ -106,8 +106,14 @@ class GameConfig:
 
     def rollout_id(self, kind: str) -> str:
         """Key of the showdown table this game uses: 'exact' or 'sampled-<boards>-seed<seed>'."""
+        boards = self.rollout_boards(kind)
+        return "exact" if boards is None else f"sampled-{boards}-seed{self.rollout_seed}"
+
+    def rollout_boards(self, kind: str) -> int | None:
+        """Boards per matchup of the showdown table (``kind`` 'pairs' or 'triples') this game uses;
+        None for an exact table."""
         mode = self.rollout_pairs if kind == "pairs" else self.rollout_triples
-        return "exact" if mode == "exact" else f"sampled-{self.rollout_samples}-seed{self.rollout_seed}"
+        return None if mode == "exact" else self.rollout_samples
 
     def solve_key(self, legacy: bool = False) -> str:
         """JSON of the fields the equilibrium depends on (checkpoints are keyed by it).

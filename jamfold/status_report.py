@@ -263,7 +263,7 @@ def triple_table_line(cfg: GameConfig, cache: Path, solve_started: bool) -> str 
     with another cache or before this one)."""
     mode = cfg.rollout_triples
     saved, total, last = triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"), mode,
-                                             cfg.rollout_samples if mode == "sampled" else None, cfg.rollout_seed)
+                                             cfg.rollout_boards("triples"), cfg.rollout_seed)
     if not saved:
         return None if solve_started else f"{mode} triple table: not started"
     done = "all" if saved == total else f"{saved} of"
