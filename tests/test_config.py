@@ -28,7 +28,10 @@ def test_gs08_profile_matches_spec():
 
 
 def test_quick_uses_sampled_triples_with_recorded_id():
-    assert profile("quick").rollout_id("triples") == "sampled-2000-seed1"
+    quick = profile("quick")
+    assert quick.rollout_id("triples") == "sampled-2000-seed1" and quick.rollout_id("pairs") == "exact"
+    assert (quick.rollout_boards("pairs"), quick.rollout_boards("triples")) == (None, 2000)
+    assert profile("thesis").rollout_boards("triples") is None
 
 
 @pytest.mark.parametrize("overrides, field", [
