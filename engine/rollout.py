@@ -376,8 +376,8 @@ def _chunk_path(folder: Path, tag: str, start: int, stop: int) -> Path:
     return folder / f"{tag}_rows{start:06d}-{stop:06d}.npy"
 
 
-def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", samples: int | None = None,
-                        seed: int = 0) -> tuple[int, int, float | None]:
+def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,
+                        seed: int) -> tuple[int, int, float | None]:
     """(chunks saved, chunks in all, when the last was saved: POSIX time or None) of a triple
     table being built with ``checkpoint_dir`` and these settings (for `jamfold progress`; reads
     nothing but the folder's names and times)."""
@@ -385,8 +385,7 @@ def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", 
     return len(saved), total, max((when for _, when in saved), default=None)
 
 
-def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str = "exact", samples: int | None = None,
-                      seed: int = 0) -> int:
+def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None, seed: int) -> int:
     """Rows of a triple table that its checkpoints in ``checkpoint_dir`` already hold (a resumed
     build loads them in an instant: its time left is reckoned from the rows it computes)."""
     return sum(rows for rows, _ in _saved_chunks(checkpoint_dir, mode, samples, seed)[0])
