@@ -38,7 +38,8 @@ def game_states(game: GameResource, warehouse: WarehouseResource) -> dg.Material
     games_row = pd.DataFrame([{
         "players": cfg.players, "units": cfg.units, "payouts": [float(x) for x in cfg.payouts],
         "prize_pool": cfg.prize_pool, "gamma": cfg.gamma, "start": list(cfg.start),
-        "rollout_pairs": cfg.rollout_id("pairs"), "rollout_triples": cfg.rollout_id("triples"),
+        "rollout_pairs": cfg.rollout_id("pairs"),
+        "rollout_triples": cfg.rollout_id("triples") if cfg.uses_triples else None,  # heads-up: none
         "config_json": cfg.to_json()}])
     with warehouse.connect() as con:
         rows = db.replace_tables(con, [db.Replacement("games", games_row, {"game": cfg.name}),

@@ -158,14 +158,24 @@ def _check_pairs(con, rollout_id: str) -> dg.AssetCheckResult:
 
 @dg.asset(group_name="showdown", kinds={"numba", "duckdb"}, deps=[hand_classes],
           check_specs=[dg.AssetCheckSpec("triple_rows_and_weights", asset="rollout_triples", blocking=True,
-                                         description="818,805 rows; weights total 1,326·1,225·1,128; 325 undealable rows; "
-                                                     "every dealable row's six order probabilities sum to 1 within 1e-9")],
+                                         description="818,805 rows; weights total 1,326·1,225·1,128; 325 undealable "
+                                                     "rows; every dealable row's six order probabilities sum to 1 "
+                                                     "within 1e-9 (a heads-up game reads no triple table: passes "
+                                                     "with needed = false)")],
           description="Three-way all-in finishing-order probabilities of every class multiset {a ≤ b ≤ c} → table "
                       "`rollout_triples`, and its build record in `rollout_tables`. Builds checkpoint finished chunks "
-                      "under .cache/ (exact and sampled alike) and resume after an interrupt.")
+                      "under .cache/ (exact and sampled alike) and resume after an interrupt. A heads-up game "
+                      "never goes three ways: it builds nothing here.")
 def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, game: GameResource,
                     warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
+    if not cfg.uses_triples:
+        context.log.info("a heads-up game deals no three-way all-in: no triple table to build")
+        why = dg.MetadataValue.text("a heads-up game deals no three-way all-in")
+        check = dg.AssetCheckResult(check_name="triple_rows_and_weights", passed=True,
+                                    metadata={"needed": False, "why": why})
+        return dg.MaterializeResult(metadata={"needed": False, "players": cfg.players, "why": why},
+                                    check_results=[check])
     rollout_id = cfg.rollout_id("triples")
     with warehouse.connect() as con:
         reuse = not config.rebuild and _complete_rows(con, "triples", rollout_id, TRIPLE_ROWS)
@@ -201,21 +211,26 @@ def _check_triples(con, rollout_id: str) -> dg.AssetCheckResult:
 
 
 
-def load_tables(con: duckdb.DuckDBPyConnection, cfg: GameConfig) -> tuple[rollout.PairTable, rollout.TripleTable]:
-    """The game's pair and triple tables read back from the warehouse (canonical row order)."""
+def load_tables(con: duckdb.DuckDBPyConnection, cfg: GameConfig
+                ) -> tuple[rollout.PairTable, rollout.TripleTable | None]:
+    """The game's pair and triple tables read back from the warehouse (canonical row order); no
+    triple table (None) for a heads-up game, which never reads one."""
     pairs_id, triples_id = cfg.rollout_id("pairs"), cfg.rollout_id("triples")
     info = dict(((k, r), (mode, b, seed, prec, w)) for k, r, mode, b, seed, prec, w in con.execute(
         "SELECT kind, rollout, mode, boards_per_matchup, seed, precision, wall_s FROM rollout_tables").fetchall())
-    for kind, rid in (("pairs", pairs_id), ("triples", triples_id)):
+    kinds = (("pairs", pairs_id), ("triples", triples_id)) if cfg.uses_triples else (("pairs", pairs_id),)
+    for kind, rid in kinds:
         if (kind, rid) not in info:
             raise LookupError(f"the {kind} table '{rid}' is not in the warehouse: materialize rollout_{kind} first")
     p = con.execute("SELECT a, b, weight, p_first_wins FROM rollout_pairs WHERE rollout = ? ORDER BY a, b",
                     [pairs_id]).fetchnumpy()
+    mode, b, seed, prec, w = info[("pairs", pairs_id)]
+    pairs = rollout.PairTable(p["a"], p["b"], p["weight"], p["p_first_wins"], mode, b, seed, prec, w)
+    if not cfg.uses_triples:
+        return pairs, None
     cols = ", ".join(f"p_{o}" for o in rollout.ORDERS)
     t = con.execute(f"SELECT a, b, c, weight, {cols} FROM rollout_triples WHERE rollout = ? ORDER BY a, b, c",
                     [triples_id]).fetchnumpy()
-    mode, b, seed, prec, w = info[("pairs", pairs_id)]
-    pairs = rollout.PairTable(p["a"], p["b"], p["weight"], p["p_first_wins"], mode, b, seed, prec, w)
     mode, b, seed, prec, w = info[("triples", triples_id)]
     probs = np.stack([np.ma.filled(np.ma.asarray(t[f"p_{o}"], dtype=np.float64), np.nan) for o in rollout.ORDERS], axis=1)
     triples = rollout.TripleTable(t["a"], t["b"], t["c"], t["weight"], probs, mode, b, seed, prec, w)

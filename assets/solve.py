@@ -58,7 +58,8 @@ metadata beside it)."""
 
 
 TENSORS_HELD = 2
-"""Solver tensors a process keeps (about 0.7 GB each: the 169³ showdown tensors, whatever the game)."""
+"""Solver tensors a process keeps (about 0.7 GB each: the 169³ showdown tensors, whatever the game
+of three or more players; a heads-up game's, without them, about 1 MB)."""
 _tensors_by_tables: OrderedDict[str, SolverTensors] = OrderedDict()
 _tables_at: dict[tuple[str, str], str] = {}  # (warehouse, game config) -> digest of the tables read there
 
@@ -83,11 +84,15 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
     return _tensors_by_tables[digest]
 
 
-def _tables_digest(pairs: PairTable, triples: TripleTable) -> str:
-    """A digest of what :func:`engine.showdown.showdown_tensors` reads from the two tables."""
+def _tables_digest(pairs: PairTable, triples: TripleTable | None) -> str:
+    """A digest of what :func:`engine.showdown.showdown_tensors` reads from the two tables (None:
+    no triple table, a heads-up game's tensors)."""
     h = hashlib.blake2b(digest_size=16)
-    for column in (pairs.a, pairs.b, pairs.weight, pairs.p_first_wins,
-                   triples.a, triples.b, triples.c, triples.weight, triples.p):
+    columns = [pairs.a, pairs.b, pairs.weight, pairs.p_first_wins]
+    if triples is not None:
+        columns += [triples.a, triples.b, triples.c, triples.weight, triples.p]
+    h.update(b"with triples" if triples is not None else b"pairs only")
+    for column in columns:
         h.update(str((column.dtype, column.shape)).encode())
         h.update(np.ascontiguousarray(column).tobytes())
     return h.hexdigest()

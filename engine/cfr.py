@@ -98,6 +98,9 @@ class HandSolver:
     """
 
     def __init__(self, hand: CompiledHand, tensors: SolverTensors):
+        if hand.n_players >= 3 and not tensors.three_way:
+            raise ValueError(f"a {hand.n_players}-player hand needs the three-way showdown tensors; these were "
+                             "made without a triple table (heads-up hands only)")
         self.hand = hand
         self.tensors = tensors
         K = len(hand.node_actor)

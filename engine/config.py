@@ -104,6 +104,13 @@ class GameConfig:
         ``simulation_tournaments`` where that is 0."""
         return self.direct_match_tournaments or self.simulation_tournaments
 
+    @property
+    def uses_triples(self) -> bool:
+        """Whether the game's hands can go to a three-way showdown (3 or more players). A heads-up
+        game never does, so it needs no triple table (about 80 s to sample, 15 minutes exact) and
+        no three-way solver tensors (about 0.7 GB)."""
+        return self.players >= 3
+
     def rollout_id(self, kind: str) -> str:
         """Key of the showdown table this game uses: 'exact' or 'sampled-<boards>-seed<seed>'."""
         boards = self.rollout_boards(kind)

@@ -58,6 +58,12 @@ class SolverTensors:
         self.or3r = np.ascontiguousarray(np.moveaxis(t.order3_vs_random, 0, -1))  # [a, b, o]
         self.or3rr = np.ascontiguousarray(np.moveaxis(t.order3_vs_two_random, 0, -1))  # [a, o]
         self.joint3 = np.ascontiguousarray(t.joint3)
+        self.three_way = t.three_way
+        if not self.three_way:  # heads-up hands only: empty three-way tensors, nothing to read
+            self.m3j = self.m3jq = np.zeros((0, 0, 0, 6))
+            self.m3p = self.m3q = np.zeros((0, 0, 6))
+            self.class_order = np.arange(NC, dtype=np.int64)
+            return
         order3 = np.moveaxis(t.order3, 0, -1)  # [a, b, c, o]
         m3c = np.ascontiguousarray(t.cond3[..., None] * order3)  # P(c | a, b) P(o | a, b, c)
         self.m3j = np.ascontiguousarray(t.joint3[..., None] * order3)  # P(a, b, c) P(o | a, b, c)

@@ -55,6 +55,11 @@ class ShowdownTensors:
     order3_vs_random: np.ndarray
     order3_vs_two_random: np.ndarray
 
+    @property
+    def three_way(self) -> bool:
+        """Whether the three-way tensors are there (False: made for heads-up hands only)."""
+        return self.joint3.size > 0
+
 
 def _class_of_combo() -> np.ndarray:
     out = np.empty(1326, dtype=np.int64)
@@ -115,19 +120,28 @@ def order3_tensor(triples: TripleTable) -> tuple[np.ndarray, np.ndarray]:
     return order3, w3
 
 
-def showdown_tensors(pairs: PairTable, triples: TripleTable) -> ShowdownTensors:
-    """All solver tensors from one pair table and one triple table."""
+def showdown_tensors(pairs: PairTable, triples: TripleTable | None) -> ShowdownTensors:
+    """All solver tensors from one pair table and one triple table.
+
+    ``triples`` None: tensors for hands of at most two players (a heads-up game), which never
+    reach a three-way showdown; the three-way tensors are then empty (size 0, the same number of
+    dimensions, so the kernels take them as they are and read nothing from them)."""
     p1 = CLASS_COMBO_COUNT.astype(np.float64) / 1326.0
     w2 = ordered_pair_weights()
     joint2 = w2 / PAIR_DEALS
     with np.errstate(invalid="ignore", divide="ignore"):
         cond2 = np.where(p1[:, None] > 0, joint2 / p1[:, None], 0.0)
     win2 = win2_matrix(pairs)
+    win2_vs_random = (cond2 * win2).sum(axis=1)
+    if triples is None:
+        return ShowdownTensors(p1=p1, joint2=joint2, cond2=cond2, win2=win2, joint3=np.zeros((0, 0, 0)),
+                               cond3=np.zeros((0, 0, 0)), order3=np.zeros((6, 0, 0, 0)),
+                               win2_vs_random=win2_vs_random, order3_vs_random=np.zeros((6, 0, 0)),
+                               order3_vs_two_random=np.zeros((6, 0)))
     order3, w3 = order3_tensor(triples)
     joint3 = w3 / TRIPLE_DEALS
     with np.errstate(invalid="ignore", divide="ignore"):
         cond3 = np.where(joint2[:, :, None] > 0, joint3 / joint2[:, :, None], 0.0)
-    win2_vs_random = (cond2 * win2).sum(axis=1)
     order3_vs_random = np.einsum("abc,oabc->oab", cond3, order3)
     order3_vs_two_random = np.einsum("ab,oab->oa", cond2, order3_vs_random)
     return ShowdownTensors(p1=p1, joint2=joint2, cond2=cond2, win2=win2, joint3=joint3, cond3=cond3,

@@ -410,15 +410,16 @@ def _stack_profiles(profiles: Sequence[CompactProfile]) -> tuple[np.ndarray, np.
 class ShowdownSampler:
     """What the kernel draws showdowns from: win2[a, b] (float64, P(first dealt wins)) and the 3-way
     table ``order3`` of :func:`engine.simulation_kernel.order3_thresholds` (uint32, one row of
-    cumulative order probabilities per class multiset, 16 MB)."""
+    cumulative order probabilities per class multiset, 16 MB), or no rows for a heads-up game
+    (tensors without the three-way part, :func:`engine.showdown.showdown_tensors`)."""
 
     win2: np.ndarray
     order3: np.ndarray
 
     def __post_init__(self) -> None:
-        if self.win2.shape != (NC, NC) or self.order3.shape != (kernel.TRIPLE_ROWS, 5):
-            raise ValueError(f"a sampler needs win2 {(NC, NC)} and order3 {(kernel.TRIPLE_ROWS, 5)}; got "
-                             f"{self.win2.shape} and {self.order3.shape}")
+        if self.win2.shape != (NC, NC) or self.order3.shape not in ((kernel.TRIPLE_ROWS, 5), (0, 5)):
+            raise ValueError(f"a sampler needs win2 {(NC, NC)} and order3 {(kernel.TRIPLE_ROWS, 5)} (or (0, 5) "
+                             f"for heads-up games); got {self.win2.shape} and {self.order3.shape}")
         self.win2 = np.ascontiguousarray(self.win2, dtype=np.float64)
         self.order3 = np.ascontiguousarray(self.order3, dtype=np.uint32)
 
@@ -428,6 +429,8 @@ class ShowdownSampler:
         (only the sorted class triples are read: rows with repeated classes are symmetric)."""
         if isinstance(tensors, ShowdownSampler):
             return tensors
+        if not tensors.three_way:
+            return cls(np.asarray(tensors.win2, dtype=np.float64), np.zeros((0, 5), np.uint32))
         if hasattr(tensors, "order3"):
             def probs(a, b, c):
                 return tensors.order3[:, a, b, c].T
@@ -526,6 +529,9 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     rows, thresholds = _stack_profiles(compact)
     st_rec, out_rec = game.kernel_records
     sampler = ShowdownSampler.from_tensors(tensors)
+    if game.players >= 3 and len(sampler.order3) == 0:
+        raise ValueError(f"a {game.players}-player game needs the three-way showdown table; these tensors "
+                         "were made without a triple table (heads-up hands only)")
     nb = -(-tournaments // kernel.BLOCK)
     pay_sum = np.zeros((nb, n))
     pay_cross = np.zeros((nb, n, n))

@@ -93,7 +93,7 @@ def cmd_progress(args: argparse.Namespace) -> None:
         print(f"running: a build of game '{cfg.name}', or of a game with its equilibrium (process {build})")
     elif solve is not None:
         print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
-    elif folder.is_dir() or (cache_root() / "rollout" / cfg.rollout_id("triples")).is_dir():
+    elif folder.is_dir() or (cfg.uses_triples and (cache_root() / "rollout" / cfg.rollout_id("triples")).is_dir()):
         print(f"no running build found: `./lab build {game_flag(args)}` with the same flags goes on from here")
     else:
         print(f"no running build found, and no checkpoints: the game's solve has not started with this config "

@@ -260,7 +260,9 @@ def model_lines(cfg: GameConfig, cache: Path, solved_at: float) -> Iterator[str]
 def triple_table_line(cfg: GameConfig, cache: Path, solve_started: bool) -> str | None:
     """The triple table's chunks (the first 13–16 minutes of a `thesis` build, exact; about a
     minute sampled), None without chunks once the game's solve has started (the table was built,
-    with another cache or before this one)."""
+    with another cache or before this one), and None for a heads-up game, which builds none."""
+    if not cfg.uses_triples:
+        return None
     mode = cfg.rollout_triples
     saved, total, last = triple_chunks_saved(cache / "rollout" / cfg.rollout_id("triples"), mode,
                                              cfg.rollout_boards("triples"), cfg.rollout_seed)

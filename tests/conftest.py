@@ -46,6 +46,16 @@ def tiny_build(tmp_path_factory):
     return {"result": result, "warehouse": warehouse, "site": root / "build" / "site", "config": config, "root": root}
 
 
+def printed_queries(page_html: str) -> list[str]:
+    """The SQL queries a built site page prints in its code blocks, as a reader would copy them."""
+    import html
+    import re
+
+    blocks = re.findall(r'<div class="highlight"><pre><span></span><code>(.*?)</code></pre></div>', page_html, re.S)
+    return [q for q in (html.unescape(re.sub(r"<[^>]+>", "", b)).strip() for b in blocks)
+            if q.upper().startswith(("SELECT", "WITH"))]
+
+
 def sampled_solver_tensors():
     """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights).
 

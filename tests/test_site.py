@@ -321,17 +321,13 @@ def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
 def test_every_query_printed_on_the_site_runs_on_the_warehouse(tiny_build):
     """Each page ends with the SQL behind its tables and charts; every printed query runs as printed
     on the game's warehouse and returns rows."""
-    import html as html_lib
-
     import duckdb
+    from conftest import printed_queries
 
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     empty = []
     for page in PAGES:
-        text = (tiny_build["site"] / page).read_text()
-        blocks = re.findall(r'<div class="highlight"><pre><span></span><code>(.*?)</code></pre></div>', text, re.S)
-        queries = [q for q in (html_lib.unescape(re.sub(r"<[^>]+>", "", b)).strip() for b in blocks)
-                   if q.upper().startswith(("SELECT", "WITH"))]
+        queries = printed_queries((tiny_build["site"] / page).read_text())
         assert queries, page
         for q in queries:
             if not con.execute(q).fetchall():

@@ -62,7 +62,8 @@ _add(Table(
      _c("gamma", "DOUBLE", "per-hand equilibrium target ε, $"),
      _c("start", "INTEGER[]", "start stacks in acting order, units"),
      _c("rollout_pairs", "VARCHAR", "rollout id of the pair table the game uses"),
-     _c("rollout_triples", "VARCHAR", "rollout id of the triple table the game uses"),
+     _c("rollout_triples", "VARCHAR",
+        "rollout id of the triple table the game uses (NULL: a heads-up game, which never goes three ways, uses none)"),
      _c("config_json", "VARCHAR", "the full validated config as JSON")),
     key=("game",)))
 

@@ -125,17 +125,25 @@ def is_simulated(con: duckdb.DuckDBPyConnection, game: str) -> bool:
                                                 [game]).fetchone()[0] > 0
 
 
+def tables_used(cfg: dict) -> str:
+    """SQL condition on `rollout_tables` for the showdown tables the game uses (a heads-up game has no
+    triple table)."""
+    if cfg["triples_id"] is None:
+        return f"rollout = '{cfg['pairs_id']}' AND kind = 'pairs'"
+    return (f"(rollout, kind) IN (('{cfg['pairs_id']}', 'pairs'), ('{cfg['triples_id']}', 'triples'))")
+
+
 def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     builds_sql = f"""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s,
        built_at
-FROM rollout_tables WHERE rollout IN ('{cfg["pairs_id"]}', '{cfg["triples_id"]}') ORDER BY kind"""
+FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
     builds = con.execute(builds_sql).df()
     params = pd.DataFrame([
         ("players", cfg["players"]), ("units (SB = 1, BB = 2)", cfg["units"]),
         ("payouts ($)", ", ".join(f"{p:g}" for p in cfg["payouts"])), ("gamma ($ per hand)", cfg["gamma"]),
         ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
-        ("pair table", cfg["pairs_id"]), ("triple table", cfg["triples_id"])],
+        ("pair table", cfg["pairs_id"]), ("triple table", cfg["triples_id"] or "none (a heads-up game)")],
         columns=["parameter", "value"])
     solved = is_solved(con, game)
     equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
@@ -223,8 +231,24 @@ FROM pair_equities JOIN (VALUES {pairs_list}) n(k, hand, versus) USING (hand, ve
 WHERE rollout = '{pairs_id}' ORDER BY n.k"""
     notable = con.execute(notable_sql).df()
     vs_random = con.execute(VS_RANDOM_SQL.format(rollout=pairs_id)).df()
-    triples_sql = notable_triples_sql(con, triples_id)
-    triples = con.execute(triples_sql).df()
+    if triples_id is None:
+        three_way, triples_queries = HEADS_UP_TRIPLES, ""
+    else:
+        triples_sql = notable_triples_sql(con, triples_id)
+        triples = con.execute(triples_sql).df()
+        three_way = f"""## Three-way all-ins (triple table `{triples_id}`)
+
+{site_table(triples) if len(triples) else "_triple table not built_"}
+
+`P(x best)` sums the finishing orders in which that hand is best. The table stores the six strict
+orders of each class multiset a ≤ b ≤ c; its `weight` counts the card-disjoint deals of the three
+classes to three players in every order (AA, KK, QQ: 6 × 6 × 6 combos × 6 orders = 1,296).
+"""
+        triples_queries = f"""{query_block(triples_sql)}
+{query_block(f'''SELECT t.*, ha.label, hb.label, hc.label FROM rollout_triples t
+JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b JOIN hand_classes hc ON hc.class_id = t.c
+WHERE t.rollout = '{triples_id}' AND (ha.label, hb.label, hc.label) = ('AA', 'KK', 'QQ')''')}
+"""
     heat = charts.pair_equity_heatmap(grid, labels)
     strength = charts.hand_strength_grid(vs_random, "p_vs_random", "Heads-up equity against a random hand",
                                          "P(win) vs random")
@@ -255,24 +279,20 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 {chart_html(strength, "vs-random", "The row hand's P(win) against every class, weighted by its deals: the "
                                     "fourth query under “Query it”.")}
 
-## Three-way all-ins (triple table `{triples_id}`)
-
-{site_table(triples) if len(triples) else "_triple table not built_"}
-
-`P(x best)` sums the finishing orders in which that hand is best. The table stores the six strict
-orders of each class multiset a ≤ b ≤ c; its `weight` counts the card-disjoint deals of the three
-classes to three players in every order (AA, KK, QQ: 6 × 6 × 6 combos × 6 orders = 1,296).
-
+{three_way}
 ## Query it
 
 {query_block(build_sql)}
 {query_block(notable_sql)}
 {query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
 {query_block(VS_RANDOM_SQL.format(rollout=pairs_id))}
-{query_block(triples_sql)}
-{query_block(f'''SELECT t.*, ha.label, hb.label, hc.label FROM rollout_triples t
-JOIN hand_classes ha ON ha.class_id = t.a JOIN hand_classes hb ON hb.class_id = t.b JOIN hand_classes hc ON hc.class_id = t.c
-WHERE t.rollout = '{triples_id}' AND (ha.label, hb.label, hc.label) = ('AA', 'KK', 'QQ')''')}
+{triples_queries}"""
+
+
+HEADS_UP_TRIPLES = """## Three-way all-ins
+
+A heads-up game never goes three ways, so it uses no triple table: its build makes none (a game of
+three or more players does, and its showdown page shows it here).
 """
 
 
@@ -371,13 +391,15 @@ def example_queries(game: str, cfg: dict) -> list[tuple[str, str]]:
     """(title, SQL) of the warehouse page's examples, written for this game: its own showdown tables
     (exact or sampled, by its config) and its start state, so that each query returns rows."""
     start = ", ".join(map(str, cfg["start"]))
+    three_way = [] if cfg["triples_id"] is None else [  # a heads-up game has no triple table
+        ("Who wins AA vs KK vs QQ, and how often each finishing order happens",
+         f"SELECT * FROM rollout_triples\nWHERE rollout = '{cfg['triples_id']}' AND (a, b, c) = (0, 14, 28);"
+         f"  -- AA = 0, KK = 14, QQ = 28 (see hand_classes)")]
     return [
         ("Heads-up equity of AKs against every pair",
          f"SELECT versus, round(p_win, 4) AS p_win FROM pair_equities\nWHERE rollout = '{cfg['pairs_id']}' "
          f"AND hand = 'AKs' AND versus IN (SELECT label FROM hand_classes WHERE kind = 'pair')\nORDER BY p_win;"),
-        ("Who wins AA vs KK vs QQ, and how often each finishing order happens",
-         f"SELECT * FROM rollout_triples\nWHERE rollout = '{cfg['triples_id']}' AND (a, b, c) = (0, 14, 28);"
-         f"  -- AA = 0, KK = 14, QQ = 28 (see hand_classes)"),
+        *three_way,
         ("ICM payoffs next to Weitzman and Roberts for the start state",
          "SELECT p.position, s.positions[p.position + 1] AS seat, p.model, round(p.payoff, 3) AS payoff\n"
          "FROM model_payoffs p JOIN states s USING (game, players, state_id)\n"
