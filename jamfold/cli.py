@@ -58,8 +58,9 @@ class _Subcommands:
 
 
 def _add_game_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags that name a game and override its fields (`build`'s, and `progress`'s, which must
-    name the same game as the build it reports on)."""
+    """The flags that name a game and override its fields: `build`'s, and those of every command
+    that reads a built game (`progress`, `state`, `simulate`, `site`), which take the same flags to
+    name the same game (`--players 2 --units 20 …` names the game a build with those flags made)."""
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
     g.add_argument("--config", help="TOML game config file")
@@ -109,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_rollout)
 
     st = sub.add_parser("state", help="equilibrium of one state: payoffs, ICM, finishing probabilities, push/fold ranges")
-    g2 = st.add_mutually_exclusive_group()
-    g2.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
-    g2.add_argument("--config", help="TOML game config file")
+    _add_game_flags(st)
     st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS",
                     help="stacks in acting order, summing to the game's units: e.g. 4 3 3 (quick), "
                          "1 41 3 (--profile gs08)")
@@ -124,9 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="Monte Carlo tournaments on the warehouse's solved profiles: the equilibrium "
                                          "against its solved values, or a model's player at each seat; with the "
                                          "simulation's speed")
-    g4 = sm.add_mutually_exclusive_group()
-    g4.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
-    g4.add_argument("--config", help="TOML game config file")
+    _add_game_flags(sm)
     sm.add_argument("--stacks", nargs="+", metavar="UNITS",
                     help="start stacks in acting order (default: the game's start)")
     sm.add_argument("--model", help="the hero's strategies: harville, weitzman, roberts or FGS-1 … FGS-D "
@@ -145,9 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "
                                     "materialized): e.g. the layers solved so far while a long build runs")
-    g3 = w.add_mutually_exclusive_group()
-    g3.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
-    g3.add_argument("--config", help="TOML game config file")
+    _add_game_flags(w)
     w.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     w.set_defaults(func=cmd_site)
 

@@ -156,7 +156,7 @@ def _write_config(cfg, repo: Path) -> Path:
 def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
-    cfg = named_config(args)  # before the imports below
+    cfg = config_from_args(args)  # before the imports below
     from assets.paths import build_dir
     from sitegen.build import build_site
     from warehouse import db

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from jamfold.common import UsageError, config_from_args, game_flag, missing_game, named_config, whole_stacks
+from jamfold.common import UsageError, config_from_args, game_flag, missing_game, whole_stacks
 
 
 # ---------------------------------------------------------------- sql
@@ -114,7 +114,7 @@ def cmd_state(args: argparse.Namespace) -> None:
     from engine.config import position_names
     from warehouse import db
 
-    cfg = named_config(args)
+    cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg)
     n = len(stacks)
     with db.session(args.warehouse, read_only=True) as con:

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from jamfold.common import UsageError, game_flag, named_config, require_game, whole_stacks
+from jamfold.common import UsageError, config_from_args, game_flag, require_game, whole_stacks
 
 MAX_CLI_TOURNAMENTS = 10**10
 """The most tournaments `jamfold simulate` plays per seat (the configs' `simulation_tournaments` bound)."""
@@ -23,7 +23,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from engine.config import MAX_SIMULATION_SEED, position_names
     from engine.equity_models import model_names
 
-    cfg = named_config(args)
+    cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)
     n = len(stacks)
     positions = list(position_names(n))

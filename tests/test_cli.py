@@ -368,6 +368,25 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build, tmp_path, monkeypatc
     assert code == 2 and f"the warehouse holds tiny (--config {written})" in err
 
 
+def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsys, tiny_build):
+    """`state`, `simulate` and `site` take `build`'s game flags and name the game as it did: flags
+    that change nothing name the game itself, flags that change a field another game (its name a
+    digest of them), which this warehouse does not hold."""
+    from engine.config import load_config, with_overrides
+
+    config, warehouse = str(tiny_build["config"]), str(tiny_build["warehouse"])
+    code, out, err = run(capsys, "state", "--config", config, "--gamma", "0.001", "--players", "3", "--stacks", "3",
+                         "2", "1", "--warehouse", warehouse, "--json")
+    assert code == 0, err
+    assert json.loads(out)["game"] == "tiny"
+    other = with_overrides(load_config(config), gamma=0.002).name
+    for argv in (["state", "--stacks", "3", "2", "1"], ["simulate", "--tournaments", "1000"], ["site"]):
+        code, _, err = run(capsys, *argv, "--config", config, "--gamma", "0.002", "--warehouse", warehouse)
+        assert code == 2 and f"game '{other}' is not" in err and f"./lab build --config {config} --gamma 0.002" in err
+    code, _, err = run(capsys, "simulate", "--config", config, "--units", "0", "--warehouse", warehouse)
+    assert code == 2 and "units: must be a whole number" in err
+
+
 def test_state_before_the_finishing_probabilities_says_so(capsys, tiny_build, tmp_path):
     """A layer solved but its `finishing_<n>p` not yet materialized (a long build under way):
     `jamfold state` says the probabilities are not computed, instead of printing zeros for them."""
