@@ -41,14 +41,15 @@ def game_key(cfg: GameConfig) -> str:
     return f"{cfg.players}p{cfg.units}u-{_solve_digest(cfg)}"
 
 
-def _solve_digest(cfg: GameConfig, legacy: bool = False) -> str:
-    return hashlib.sha1(cfg.solve_key(legacy).encode()).hexdigest()[:10]
+def _solve_digest(cfg: GameConfig, legacy: bool = False, with_triples: bool | None = None) -> str:
+    return hashlib.sha1(cfg.solve_key(legacy, with_triples).encode()).hexdigest()[:10]
 
 
 def _old_digests(cfg: GameConfig) -> list[str]:
-    """The digests old folders of ``cfg``'s equilibrium may end with: today's, and that of the key
-    before 2026-11-30 (the payouts as given), where it differs."""
-    return sorted({_solve_digest(cfg), _solve_digest(cfg, legacy=True)})
+    """The digests old folders of ``cfg``'s equilibrium may end with: today's, that of the key
+    before 2026-11-30 (the payouts as given), and, for a heads-up game, that of the key naming the
+    triple table it never reads (until stop 73, 2026-11-30), where they differ."""
+    return sorted({_solve_digest(cfg), _solve_digest(cfg, legacy=True), _solve_digest(cfg, with_triples=True)})
 
 
 def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> Path:
@@ -60,8 +61,9 @@ def game_folder(root: Path, kind: str, cfg: GameConfig, adopt: bool = True) -> P
     (`jamfold progress`, which changes nothing beside a running build) the old folder is returned
     as it is. Other old folders of the same digest are left alone (`jamfold progress` names them:
     :func:`unused_old_folders`). Folders named by the digest of the key before 2026-11-30 (payouts
-    as given, e.g. `[50.0, 30.0, 20.0]` from `--payouts`: :meth:`GameConfig.solve_key`) are
-    adopted the same way."""
+    as given, e.g. `[50.0, 30.0, 20.0]` from `--payouts`: :meth:`GameConfig.solve_key`), and a
+    heads-up game's folders named by the key with its (unread) triple table, are adopted the same
+    way."""
     folder = root / kind / game_key(cfg)
     if folder.exists():
         return folder

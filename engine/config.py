@@ -122,13 +122,16 @@ class GameConfig:
         mode = self.rollout_pairs if kind == "pairs" else self.rollout_triples
         return None if mode == "exact" else self.rollout_samples
 
-    def solve_key(self, legacy: bool = False) -> str:
+    def solve_key(self, legacy: bool = False, with_triples: bool | None = None) -> str:
         """JSON of the fields the equilibrium depends on (checkpoints are keyed by it).
 
         The payouts are taken as the prizes they pay: whole numbers written as integers, places
         paying 0 at the end dropped, so ``--payouts 50 30 20`` (floats) and a TOML ``[50, 30, 20, 0]``
-        find the solve of ``[50, 30, 20]``. ``legacy``: the key as it was before 2026-11-30, the
-        payouts as given (checkpoint folders named by it are adopted, :func:`assets.resume.game_folder`)."""
+        find the solve of ``[50, 30, 20]``. The showdown tables are those the game reads: a heads-up
+        game's key leaves out the triple table, which it never reads. ``legacy``: the key as it was
+        before 2026-11-30, the payouts as given and both tables; ``with_triples`` True: the triple
+        table named for a heads-up game too, as until stop 73 (2026-11-30). Checkpoint folders named
+        by those keys are adopted, :func:`assets.resume.game_folder`."""
         keys = ("players", "units", "payouts", "gamma")
         d = {k: v for k, v in self.to_dict().items() if k in keys}
         if not legacy:
@@ -136,7 +139,8 @@ class GameConfig:
             while len(paid) > 1 and paid[-1] == 0:
                 paid.pop()
             d["payouts"] = [int(x) if float(x).is_integer() else float(x) for x in paid]
-        d["tables"] = [self.rollout_id("pairs"), self.rollout_id("triples")]
+        triples = legacy or (self.uses_triples if with_triples is None else with_triples)
+        d["tables"] = [self.rollout_id("pairs")] + ([self.rollout_id("triples")] if triples else [])
         return json.dumps(d, sort_keys=True)
 
     def to_dict(self) -> dict[str, Any]:

@@ -170,6 +170,29 @@ def test_payouts_are_keyed_by_the_prizes_they_pay_and_old_keys_are_adopted(tmp_p
     assert adopted.name == game_key(cfg) and (adopted / "layer2.npz").read_text() == "solved" and not old.exists()
 
 
+def test_a_heads_up_games_key_leaves_out_the_triple_table_and_its_old_folder_is_adopted(tmp_path):
+    """A heads-up game reads no triple table, so games that differ only in its settings share one
+    equilibrium; its checkpoints under the key that named the triple table (until stop 73) are
+    adopted whole. A game of three players keeps the triple table in its key."""
+    from engine.config import make_config
+
+    cfg = make_config(name="hu", players=2, units=20, payouts=[100], rollout_triples="sampled", rollout_samples=500)
+    assert game_key(cfg) == game_key(make_config(name="hu", players=2, units=20, payouts=[100]))
+    assert game_key(cfg) != game_key(make_config(name="hu", players=2, units=20, payouts=[100],
+                                                 rollout_pairs="sampled"))  # (its pair table it does read)
+    three = make_config(name="three", players=3, units=20, payouts=[100])
+    assert game_key(three) != game_key(with_overrides(three, rollout_triples="sampled"))
+    before = hashlib.sha1(cfg.solve_key(with_triples=True).encode()).hexdigest()[:10]
+    assert not game_key(cfg).endswith(before)
+    for kind in ("solve", "models"):
+        old = tmp_path / kind / f"2p20u-{before}"
+        old.mkdir(parents=True)
+        (old / "layer2.npz").write_text(kind)
+        assert game_folder(tmp_path, kind, cfg, adopt=False) == old
+        adopted = game_folder(tmp_path, kind, cfg)
+        assert adopted.name == game_key(cfg) and (adopted / "layer2.npz").read_text() == kind and not old.exists()
+
+
 def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):
     """Folders named `<game name>-<digest>` (until 2026-11-29) are renamed to the new key with what
     they hold, the game's own first; `jamfold progress` (no adopt) reads them where they are."""
