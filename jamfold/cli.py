@@ -57,10 +57,16 @@ class _Subcommands:
         return parser
 
 
-def _add_game_flags(parser: argparse.ArgumentParser) -> None:
+READ_GAME_FLAGS = ("the flags its build took, which name it (`--profile quick --units 25` names the game that "
+                   "`./lab build --profile quick --units 25` made); they change nothing in this command's own run")
+
+
+def _add_game_flags(parser: argparse.ArgumentParser, reading: bool = False) -> None:
     """The flags that name a game and override its fields: `build`'s, and those of every command
-    that reads a built game (`progress`, `state`, `simulate`, `site`), which take the same flags to
-    name the same game (`--players 2 --units 20 …` names the game a build with those flags made)."""
+    that reads a built game (`progress`, `state`, `simulate`, `site`; ``reading``), which take the
+    same flags to name the same game, grouped under a heading that says so."""
+    if reading:
+        parser = parser.add_argument_group("the game", READ_GAME_FLAGS)
     g = parser.add_mutually_exclusive_group()
     g.add_argument("--profile", default="quick", help="quick (default), gs08 or thesis")
     g.add_argument("--config", help="TOML game config file")
@@ -110,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_rollout)
 
     st = sub.add_parser("state", help="equilibrium of one state: payoffs, ICM, finishing probabilities, push/fold ranges")
-    _add_game_flags(st)
+    _add_game_flags(st, reading=True)
     st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS",
                     help="stacks in acting order, summing to the game's units: e.g. 4 3 3 (quick), "
                          "1 41 3 (--profile gs08)")
@@ -123,9 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="Monte Carlo tournaments on the warehouse's solved profiles: the equilibrium "
                                          "against its solved values, or a model's player at each seat; with the "
                                          "simulation's speed")
-    _add_game_flags(sm)
+    _add_game_flags(sm, reading=True)
     sm.add_argument("--stacks", nargs="+", metavar="UNITS",
-                    help="start stacks in acting order (default: the game's start)")
+                    help="the state the tournaments start from, stacks in acting order (default: the game's start)")
     sm.add_argument("--model", help="the hero's strategies: harville, weitzman, roberts or FGS-1 … FGS-D "
                                     "(default: everybody on the equilibrium)")
     sm.add_argument("--hero", metavar="POSITION", help="with --model: only this starting position (e.g. BU); "
@@ -142,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "
                                     "materialized): e.g. the layers solved so far while a long build runs")
-    _add_game_flags(w)
+    _add_game_flags(w, reading=True)
     w.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     w.set_defaults(func=cmd_site)
 
@@ -171,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("progress", help="where a game's build stands, from its checkpoints (safe beside the "
                                          "running build): layers solved, the outer iteration in progress")
-    _add_game_flags(pr)
+    _add_game_flags(pr, reading=True)
     pr.set_defaults(func=cmd_progress)
     return p
 

@@ -44,7 +44,8 @@ def game_flag(args: argparse.Namespace) -> str:
 
 OVERRIDES = ("players", "units", "payouts", "gamma", "start", "fgs_depth", "simulation_tournaments",
              "direct_match_tournaments", "simulation_seed")
-"""The game fields a command's flags may override (`build` and `progress`: `--players`, `--gamma`, …)."""
+"""The game fields a command's flags may override (`build`, and `progress`, `state`, `simulate` and `site`,
+which name the game its build did: `--players`, `--gamma`, …)."""
 
 
 def config_from_args(args: argparse.Namespace):

@@ -379,6 +379,10 @@ def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsy
                          "2", "1", "--warehouse", warehouse, "--json")
     assert code == 0, err
     assert json.loads(out)["game"] == "tiny"
+    code, out, err = run(capsys, "simulate", "--config", config, "--gamma", "0.001", "--tournaments", "2000",
+                         "--warehouse", warehouse, "--json")
+    assert code == 0, err
+    assert json.loads(out)["game"] == "tiny"
     other = with_overrides(load_config(config), gamma=0.002).name
     for argv in (["state", "--stacks", "3", "2", "1"], ["simulate", "--tournaments", "1000"], ["site"]):
         code, _, err = run(capsys, *argv, "--config", config, "--gamma", "0.002", "--warehouse", warehouse)
