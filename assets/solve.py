@@ -58,8 +58,8 @@ metadata beside it)."""
 
 
 TENSORS_HELD = 2
-"""Solver tensors a process keeps (about 0.7 GB each: the 169³ showdown tensors, whatever the game
-of three or more players; a heads-up game's, without them, about 1 MB)."""
+"""Solver tensors a process keeps (about 0.7 GB each for a game of three or more players, whatever
+its size: the 169³ showdown tensors; a heads-up game's, without them, about 1 MB)."""
 _tensors_by_tables: OrderedDict[str, SolverTensors] = OrderedDict()
 _tables_at: dict[tuple[str, str], str] = {}  # (warehouse, game config) -> digest of the tables read there
 
@@ -69,7 +69,7 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
 
     Kept per process by the tables' content: every asset of a build asks for them, and a build
     into another warehouse with the same tables (each test's tiny build, a sibling game) reads the
-    tables again (0.3 s) but does not remake the tensors (4 s for any game)."""
+    tables again (0.3 s) but does not remake the tensors (4 s for any game of three or more players)."""
     place = (str(warehouse_path), cfg.to_json())
     digest = _tables_at.get(place)
     if digest not in _tensors_by_tables:

@@ -526,12 +526,12 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
             raise ValueError(f"profiles must have shape {(game.total_nodes, NC)} (pack_profile); got {p.shape}")
     if tournaments < 1 or max_hands < 1:
         raise ValueError("tournaments and max_hands must be >= 1")
-    rows, thresholds = _stack_profiles(compact)
-    st_rec, out_rec = game.kernel_records
     sampler = ShowdownSampler.from_tensors(tensors)
     if game.players >= 3 and len(sampler.order3) == 0:
         raise ValueError(f"a {game.players}-player game needs the three-way showdown table; these tensors "
                          "were made without a triple table (heads-up hands only)")
+    rows, thresholds = _stack_profiles(compact)
+    st_rec, out_rec = game.kernel_records
     nb = -(-tournaments // kernel.BLOCK)
     pay_sum = np.zeros((nb, n))
     pay_cross = np.zeros((nb, n, n))

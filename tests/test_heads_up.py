@@ -46,6 +46,27 @@ def test_a_heads_up_game_solves_and_plays_the_same_without_the_triple_table(head
     assert np.array_equal(played[0].mean, played[1].mean) and np.array_equal(played[0].finishing, played[1].finishing)
 
 
+def test_a_process_keeps_heads_up_tensors_apart_from_full_ones_of_the_same_pair_table(tiny_tensors):
+    """The tensors a process keeps are found by the digest of the tables they were made from: a
+    heads-up game's (no triple table) and a bigger game's with the same pair table differ."""
+    from assets.solve import _tables_digest
+    from engine.rollout import build_triple_table
+
+    pairs = build_pair_table("sampled", samples=64, seed=5)
+    triples = build_triple_table("sampled", samples=8, seed=5)
+    assert _tables_digest(pairs, None) == _tables_digest(pairs, None) != _tables_digest(pairs, triples)
+
+
+def test_progress_names_no_triple_table_for_a_heads_up_game(tmp_path):
+    from engine.config import make_config
+    from jamfold.status_report import triple_table_line
+
+    heads_up = make_config(name="hu", players=2, units=8, payouts=[100], rollout_triples="sampled")
+    assert triple_table_line(heads_up, tmp_path, solve_started=False) is None
+    three = make_config(name="three", players=3, units=8, payouts=[100], rollout_triples="sampled")
+    assert triple_table_line(three, tmp_path, solve_started=False) == "sampled triple table: not started"
+
+
 def test_heads_up_tensors_refuse_hands_of_three_players(heads_up_tensors):
     with pytest.raises(ValueError, match="3-player hand needs the three-way showdown tensors"):
         HandSolver(compile_hand((2, 2, 2), (50.0, 30.0, 20.0), state_index), heads_up_tensors)
