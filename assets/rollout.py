@@ -170,8 +170,9 @@ def rollout_triples(context: dg.AssetExecutionContext, config: RolloutConfig, ga
                     warehouse: WarehouseResource) -> dg.MaterializeResult:
     cfg = game.config()
     if not cfg.uses_triples:
-        context.log.info("a heads-up game deals no three-way all-in: no triple table to build")
-        why = dg.MetadataValue.text("a heads-up game deals no three-way all-in")
+        reason = "a heads-up game deals no three-way all-in"
+        context.log.info(f"{reason}: no triple table to build")
+        why = dg.MetadataValue.text(reason)
         check = dg.AssetCheckResult(check_name="triple_rows_and_weights", passed=True,
                                     metadata={"needed": False, "why": why})
         return dg.MaterializeResult(metadata={"needed": False, "players": cfg.players, "why": why},

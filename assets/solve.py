@@ -91,7 +91,6 @@ def _tables_digest(pairs: PairTable, triples: TripleTable | None) -> str:
     columns = [pairs.a, pairs.b, pairs.weight, pairs.p_first_wins]
     if triples is not None:
         columns += [triples.a, triples.b, triples.c, triples.weight, triples.p]
-    h.update(b"with triples" if triples is not None else b"pairs only")
     for column in columns:
         h.update(str((column.dtype, column.shape)).encode())
         h.update(np.ascontiguousarray(column).tobytes())
