@@ -38,6 +38,12 @@ EXAMPLE_STACK_RANGE = (1e-6, 1e12)
 underflow and overflow (Roberts squares 1/x) between these bounds."""
 
 
+def rollout_key(boards: int | None, seed: int) -> str:
+    """Key of a showdown table in the warehouse and of its checkpoint folder: 'exact' (``boards``
+    None) or 'sampled-<boards>-seed<seed>' (boards per matchup, the sampling seed)."""
+    return "exact" if boards is None else f"sampled-{boards}-seed{seed}"
+
+
 class ConfigError(ValueError):
     """A config or argument value that breaks a rule; ``field`` names it, ``rule`` says why."""
 
@@ -113,8 +119,7 @@ class GameConfig:
 
     def rollout_id(self, kind: str) -> str:
         """Key of the showdown table this game uses: 'exact' or 'sampled-<boards>-seed<seed>'."""
-        boards = self.rollout_boards(kind)
-        return "exact" if boards is None else f"sampled-{boards}-seed{self.rollout_seed}"
+        return rollout_key(self.rollout_boards(kind), self.rollout_seed)
 
     def rollout_boards(self, kind: str) -> int | None:
         """Boards per matchup of the showdown table (``kind`` 'pairs' or 'triples') this game uses;

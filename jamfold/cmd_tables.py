@@ -109,7 +109,7 @@ def cmd_showdown(args: argparse.Namespace) -> None:
 def cmd_rollout(args: argparse.Namespace) -> None:
     if args.exact == (args.samples is not None):  # checked before the imports below (seconds)
         raise UsageError("rollout: give exactly one of --exact or --samples N")
-    from engine.config import MAX_ROLLOUT_SAMPLES
+    from engine.config import MAX_ROLLOUT_SAMPLES, rollout_key
 
     if args.samples is not None and not 1 <= args.samples <= MAX_ROLLOUT_SAMPLES:
         raise UsageError(f"--samples: must be a whole number from 1 to {MAX_ROLLOUT_SAMPLES:,} (boards per matchup; "
@@ -124,7 +124,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     from warehouse import db
 
     mode = "exact" if args.exact else "sampled"
-    rollout_id = "exact" if args.exact else f"sampled-{args.samples}-seed{args.seed}"
+    rollout_id = rollout_key(None if args.exact else args.samples, args.seed)
     kinds = ["pairs", "triples"] if args.kind == "all" else [args.kind]
     db.connect(args.warehouse).close()  # fail now, not after an hour, if the warehouse is locked
     if "triples" in kinds:

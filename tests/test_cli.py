@@ -5,12 +5,14 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+import duckdb
 import numpy as np
 import numba
 import pytest
 
 from engine import rollout
 from engine.cards import parse_class
+from engine.config import profile, with_overrides
 from jamfold.cli import main
 
 ORACLE_HARVILLE_V = [5.89, 13.84, 20.48, 27.86, 31.94]
@@ -332,6 +334,23 @@ def test_showdown_triple_json(capsys):
     assert sum(data["p"]) == pytest.approx(1, abs=1e-12) and data["weight"] > 0
     weight, p = rollout.triple_matchup(*(parse_class(h) for h in ("AKs", "72o", "QQ")))
     assert data["weight"] == weight and np.allclose(data["p"], p, atol=0, rtol=0)
+
+
+def test_rollout_writes_the_table_a_game_with_its_settings_reads(capsys, tmp_path, monkeypatch):
+    """`jamfold rollout --samples N --seed S` keys its table as a game config with those settings
+    names it, so a build of that game finds the table instead of making it again."""
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    warehouse = tmp_path / "w.duckdb"
+    code, out, err = run(capsys, "rollout", "--kind", "pairs", "--samples", "3", "--seed", "7",
+                         "--warehouse", str(warehouse))
+    assert code == 0, err
+    game = with_overrides(profile("quick"), rollout_pairs="sampled", rollout_samples=3, rollout_seed=7)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.execute("SELECT rollout, kind, boards_per_matchup, seed FROM rollout_tables").fetchall()
+        pairs = con.execute("SELECT count(*) FROM rollout_pairs WHERE rollout = ?",
+                            [game.rollout_id("pairs")]).fetchone()
+    assert rows == [(game.rollout_id("pairs"), "pairs", 3, 7)] and pairs == (14_365,)
+    assert f"(rollout '{game.rollout_id('pairs')}')" in out
 
 
 def test_showdown_human(capsys):
