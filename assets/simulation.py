@@ -69,6 +69,14 @@ def simulated_models(configured: list[str], swept: set[str], sweeps_left_out: bo
     return [m for m in configured if not sweeps_left_out or m in swept]
 
 
+def model_seed(cfg: GameConfig, model: str) -> int:
+    """The seed the `simulations` asset plays ``model`` against the equilibrium with ("equilibrium":
+    the control): the game's ``simulation_seed`` + 1000 × the model's place among the equilibrium and
+    the configured models, so a model plays the same tournaments whichever others are simulated
+    with it, and `jamfold simulate --model M` replays them by default."""
+    return cfg.simulation_seed + 1000 * ["equilibrium", *model_names(cfg.fgs_depth)].index(model)
+
+
 def _match_frame(matches: list[dict]) -> pd.DataFrame:
     """The `direct_matches` rows (a seating kept from a run before 2026-11-30 has no payoffs and
     finishing lists: NULL); none (Harville not swept) as an empty frame of the table's columns."""
@@ -259,16 +267,14 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
     matched = UnitCheckpoint(folder, {"model_strategies": swept, "equilibrium": equilibrium, **match_parameters(cfg)})
     rows, speeds, kept_speeds = [], [], []
     control_z = 0.0
-    # seeds by each model's place among the configured ones, so a model plays the same tournaments
-    # whichever others are simulated with it
-    for k, model in enumerate(["equilibrium", *configured]):
+    for model in ["equilibrium", *configured]:
         if model != "equilibrium" and model not in models:
             continue
         units = control if model == "equilibrium" else done
         unit = units.load(hero_unit(model))
         kept = unit is not None
         if unit is None:
-            unit = _play_hero_unit(table, model, seed + 1000 * k, start_values, compile_first=not speeds)
+            unit = _play_hero_unit(table, model, model_seed(cfg, model), start_values, compile_first=not speeds)
             units.save(hero_unit(model), unit)
         rows += unit["rows"]
         (kept_speeds if kept else speeds).extend(unit["speeds"])

@@ -136,9 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(default: everybody on the equilibrium)")
     sm.add_argument("--hero", metavar="POSITION", help="with --model: only this starting position (e.g. BU); "
                                                        "default every position in turn")
-    sm.add_argument("--tournaments", type=int, default=1_000_000, help="tournaments per seat (default 1,000,000)")
-    sm.add_argument("--seed", type=int, default=1, help="random seed (default 1); a hero seat h plays the stream of "
-                                                        "the seed's h-th sub-seed")
+    sm.add_argument("--tournaments", type=int, help="tournaments per seat (default: the game's "
+                                                    "simulation_tournaments, as the build played)")
+    sm.add_argument("--seed", type=int, help="random seed; a hero seat h plays the stream of the seed's h-th "
+                                             "sub-seed (default: the seed the build played --model with, so that "
+                                             "from the game's start the run replays the `simulation` table's rows)")
     sm.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     sm.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, model, tournaments, seed, rows (per position or hero seat: "

@@ -27,13 +27,16 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     stacks = whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)
     n = len(stacks)
     positions = list(position_names(n))
-    if not 1 <= args.tournaments <= MAX_CLI_TOURNAMENTS:
+    if args.tournaments is not None and not 1 <= args.tournaments <= MAX_CLI_TOURNAMENTS:
         raise UsageError(f"--tournaments: must be a whole number from 1 to 10^10 (got {args.tournaments})")
-    if not 0 <= args.seed <= MAX_SIMULATION_SEED:
+    if args.seed is not None and not 0 <= args.seed <= MAX_SIMULATION_SEED:
         raise UsageError(f"--seed: must be from 0 to 10^12 (got {args.seed})")
     models = model_names(cfg.fgs_depth)
     if args.model is not None and args.model not in models:
         raise UsageError(f"--model: game '{cfg.name}' has the models {', '.join(models)} (got {args.model!r})")
+    replays = args.tournaments is None and args.seed is None and args.model is not None and stacks == list(cfg.start)
+    if args.tournaments is None:
+        args.tournaments = cfg.simulation_tournaments
     if args.hero is not None:
         if args.model is None:
             raise UsageError("--hero: needs --model (the hero is the player on the model's strategies)")
@@ -43,13 +46,15 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
     from assets.ex_post import read_strategies
-    from assets.simulation import swept_models
+    from assets.simulation import model_seed, swept_models
     from assets.solve import equilibrium_tensors
     from engine.simulation import (ShowdownSampler, compact_profile, default_processes, pack_game, pack_profile,
                                    simulate, simulate_against)
     from engine.states import enumerate_states
     from warehouse import db
 
+    if args.seed is None:
+        args.seed = model_seed(cfg, args.model or "equilibrium")
     path = db.warehouse_path(args.warehouse)
     sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
@@ -99,12 +104,14 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     hands = sum(r.mean_hands for r in results) / len(results)
     events = {k: sum(r.hand_events[k] for r in results) / len(results) for k in results[0].hand_events}
     speed = {"tournaments_per_s": played / wall, "mean_hands": hands, "hand_events": events, "wall_s": wall}
-    _print_simulation(args, cfg, stacks, positions, values, results, heroes, speed)
+    _print_simulation(args, cfg, stacks, positions, values, results, heroes, speed, replays)
 
 
 def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], positions: list[str], values: list[float],
-                      results: list, heroes: list[int], speed: dict) -> None:
-    """`jamfold simulate`'s report: a table per position (the control) or per hero seat (a model)."""
+                      results: list, heroes: list[int], speed: dict, replays: bool) -> None:
+    """`jamfold simulate`'s report: a table per position (the control) or per hero seat (a model).
+    ``replays``: a model's run from the start with the build's tournaments and seed, which plays the
+    tournaments of the warehouse's `simulation` rows (said so in the header; JSON key ``replays_build``)."""
     n = len(stacks)
     control = args.model is None
     rows = []
@@ -123,13 +130,15 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
     unfinished = sum(r.unfinished for r in results)
     if args.json:
         print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "model": args.model,
-                          "tournaments": args.tournaments, "seed": args.seed, "rows": rows,
+                          "tournaments": args.tournaments, "seed": args.seed, "replays_build": replays, "rows": rows,
                           "unfinished": unfinished, **speed}))
         return
     who = "everybody on the equilibrium" if control else \
         f"one player on {args.model}'s strategies (the hero), the others on the equilibrium"
     print(f"game '{cfg.name}': {args.tournaments:,} tournaments{'' if control else ' per hero seat'} from "
-          f"{stacks} (units), seed {args.seed}; {who}")
+          f"{stacks} (units), seed {args.seed}; {who}"
+          + ("\n(the build's tournaments and seed for this model: the rows of its `simulation` table, played again)"
+             if replays else ""))
     # (header, row key, width, format) of each column before the finishing probabilities
     columns = ([("pos", "position", 4, ""), ("stack", "stack", 6, ""), ("solved $", "solved_value", 10, ".4f"),
                 ("simulated $", "mean_payoff", 12, ".4f"), ("± SE", "standard_error", 8, ".4f"),

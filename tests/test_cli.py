@@ -455,7 +455,7 @@ def test_a_state_without_a_decision_says_why_and_output_cut_short_is_no_tracebac
 def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build):
     """`jamfold simulate` on the tiny build: everybody on the equilibrium agrees with the solved
     values within 4 standard errors; a model's hero at one seat gets one row, and from the start it
-    agrees with the `simulations` asset's; the speed is reported."""
+    replays the `simulations` asset's row by default; the speed is reported."""
     import duckdb
 
     base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
@@ -475,20 +475,31 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert data["model"] == "harville" and data["stacks"] == [3, 2, 1] and len(data["rows"]) == 1
     row = data["rows"][0]
     assert row["position"] == "SB" and abs(row["mean_payoff"] - row["solved_value"]) < 10 * row["standard_error"] + 1
-    # from the start, the hero's mean agrees with the `simulations` asset's row for the same model and
-    # seat, played by the other code path on other seeds (within 4 standard errors of the difference)
-    code, out, err = run(capsys, *base, "--tournaments", "20000", "--model", "harville", "--hero", "SB", "--json")
-    assert code == 0, err
-    row = json.loads(out)["rows"][0]
+    # from the start, with the build's tournaments and seed (the defaults), the hero plays the
+    # `simulations` asset's tournaments again: its row to the bit; on another seed, an independent
+    # stream that agrees with it within 4 standard errors of the difference
     with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
-        asset_mean, asset_se, asset_seed = con.execute(
-            "SELECT mean_payoff, standard_error, seed FROM simulation WHERE game = 'tiny' AND model = 'harville' "
-            "AND hero_seat = 'SB'").fetchone()
-    assert asset_seed != row["seed"]  # (independent streams)
+        asset_mean, asset_se, asset_finishing, asset_seed = con.execute(
+            "SELECT mean_payoff, standard_error, finishing, seed FROM simulation WHERE game = 'tiny' "
+            "AND model = 'harville' AND hero_seat = 'SB'").fetchone()
+    code, out, err = run(capsys, *base, "--model", "harville", "--hero", "SB", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    row = data["rows"][0]
+    assert data["replays_build"] and data["tournaments"] == 20000 and row["seed"] == asset_seed
+    assert (row["mean_payoff"], row["standard_error"], row["finishing"]) == (asset_mean, asset_se, asset_finishing)
+    code, out, err = run(capsys, *base, "--model", "harville", "--hero", "SB", "--seed", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    row = data["rows"][0]
+    assert not data["replays_build"] and data["tournaments"] == 20000 and row["seed"] != asset_seed
     assert abs(row["mean_payoff"] - asset_mean) < 4 * np.hypot(row["standard_error"], asset_se)
     code, out, _ = run(capsys, *base, "--tournaments", "5000", "--model", "harville")
     assert code == 0 and "one player on harville's strategies" in out and "tournaments a second" in out
+    assert "played again" not in out
     assert all(f"\n{pos:>4} " in out for pos in ("BU", "SB", "BB"))
+    code, out, _ = run(capsys, *base, "--model", "harville", "--hero", "SB")
+    assert code == 0 and "20,000 tournaments per hero seat" in out and "`simulation` table, played again" in out
 
 
 def test_simulate_names_what_the_warehouse_lacks(capsys, tiny_build, tmp_path):
