@@ -406,4 +406,6 @@ matches (`direct_match_summary`) and their seatings (`direct_matches`):
 More tournaments of your own on the stored strategies — from other stacks, with another seed or
 count, one model's hero at one seat — and what they cost (tournaments a second, hands a tournament):
 `./lab jamfold simulate` with the game's `--profile` or `--config` (`--help` lists its options).
+With a model and no `--stacks`, `--tournaments` or `--seed`, it plays that model's rows of
+`simulation` again and prints them to the last digit.
 """
