@@ -58,7 +58,8 @@ class _Subcommands:
 
 
 READ_GAME_FLAGS = ("the flags its build took, which name it (`--profile quick --units 25` names the game that "
-                   "`./lab build --profile quick --units 25` made); they change nothing in this command's own run")
+                   "`./lab build --profile quick --units 25` made): they say which game's rows to read, and are "
+                   "not this command's own options")
 
 
 def _add_game_flags(parser: argparse.ArgumentParser, reading: bool = False) -> None:
@@ -139,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--tournaments", type=int, help="tournaments per seat (default: the game's "
                                                     "simulation_tournaments, as the build played)")
     sm.add_argument("--seed", type=int, help="random seed; a hero seat h plays the stream of the seed's h-th "
-                                             "sub-seed (default: the seed the build played --model with, so that "
-                                             "from the game's start the run replays the `simulation` table's rows)")
+                                             "sub-seed (default: the seed the build played --model, or without it "
+                                             "the control, with; so a model's run from the game's start replays "
+                                             "its rows of the `simulation` table)")
     sm.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     sm.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, model, tournaments, seed, rows (per position or hero seat: "
