@@ -137,17 +137,19 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(default: everybody on the equilibrium)")
     sm.add_argument("--hero", metavar="POSITION", help="with --model: only this starting position (e.g. BU); "
                                                        "default every position in turn")
-    sm.add_argument("--tournaments", type=int, help="tournaments per seat (default: the game's "
-                                                    "simulation_tournaments, as the build played)")
+    sm.add_argument("--tournaments", type=int, help="tournaments per hero seat, or in all without --model "
+                                                    "(default: the game's simulation_tournaments, as the build "
+                                                    "played; `thesis`: 100 million)")
     sm.add_argument("--seed", type=int, help="random seed; a hero seat h plays the stream of the seed's h-th "
-                                             "sub-seed (default: the seed the build played --model, or without it "
-                                             "the control, with; so a model's run from the game's start replays "
-                                             "its rows of the `simulation` table)")
+                                             "sub-seed (default: the seed the build played --model's tournaments "
+                                             "with; without --model, the control's, simulation_seed). With the "
+                                             "default --tournaments too, a model's run from the game's start "
+                                             "replays its rows of the `simulation` table")
     sm.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     sm.add_argument("--json", action="store_true",
-                    help="keys: game, stacks, positions, model, tournaments, seed, rows (per position or hero seat: "
-                         "solved_value and mean_payoff $, standard_error, roi_pct, finishing), unfinished, "
-                         "tournaments_per_s, mean_hands, hand_events, wall_s")
+                    help="keys: game, stacks, positions, model, tournaments, seed, replays_build, rows (per "
+                         "position or hero seat: solved_value and mean_payoff $, standard_error, roi_pct, finishing), "
+                         "unfinished, tournaments_per_s, mean_hands, hand_events, wall_s")
     sm.set_defaults(func=cmd_simulate)
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "

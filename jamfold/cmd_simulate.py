@@ -34,7 +34,6 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     models = model_names(cfg.fgs_depth)
     if args.model is not None and args.model not in models:
         raise UsageError(f"--model: game '{cfg.name}' has the models {', '.join(models)} (got {args.model!r})")
-    replays = args.tournaments is None and args.seed is None and args.model is not None and stacks == list(cfg.start)
     if args.tournaments is None:
         args.tournaments = cfg.simulation_tournaments
     if args.hero is not None:
@@ -70,6 +69,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
             raise UsageError(f"--model: the warehouse holds no {args.model} strategies of game '{cfg.name}' for every "
                              f"layer (its model sweep has not run: ./lab build {game_flag(args)} without "
                              f"--skip-models)")
+        # the build's rows this run may play again: a model's, from the start (hero position → (count, seed))
+        built = {} if args.model is None or stacks != list(cfg.start) else {
+            h: (t, seed) for h, t, seed in con.execute(
+                "SELECT hero_position, tournaments, seed FROM simulation WHERE game = ? AND model = ?",
+                [cfg.name, args.model]).fetchall()}
         values = [v for (v,) in con.execute(
             """SELECT v.value FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.players = ? AND s.stacks = ? ORDER BY v.position""",
@@ -104,14 +108,16 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     hands = sum(r.mean_hands for r in results) / len(results)
     events = {k: sum(r.hand_events[k] for r in results) / len(results) for k in results[0].hand_events}
     speed = {"tournaments_per_s": played / wall, "mean_hands": hands, "hand_events": events, "wall_s": wall}
+    replays = bool(built) and all(built.get(h) == (args.tournaments, r.seed) for h, r in zip(heroes, results))
     _print_simulation(args, cfg, stacks, positions, values, results, heroes, speed, replays)
 
 
 def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], positions: list[str], values: list[float],
                       results: list, heroes: list[int], speed: dict, replays: bool) -> None:
     """`jamfold simulate`'s report: a table per position (the control) or per hero seat (a model).
-    ``replays``: a model's run from the start with the build's tournaments and seed, which plays the
-    tournaments of the warehouse's `simulation` rows (said so in the header; JSON key ``replays_build``)."""
+    ``replays``: a model's run from the start with the tournament count and seeds of its rows in the
+    warehouse's `simulation` table, which it played again (said so in the header; JSON key
+    ``replays_build``)."""
     n = len(stacks)
     control = args.model is None
     rows = []

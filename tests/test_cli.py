@@ -5,14 +5,12 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-import duckdb
 import numpy as np
 import numba
 import pytest
 
 from engine import rollout
 from engine.cards import parse_class
-from engine.config import profile, with_overrides
 from jamfold.cli import main
 
 ORACLE_HARVILLE_V = [5.89, 13.84, 20.48, 27.86, 31.94]
@@ -339,6 +337,10 @@ def test_showdown_triple_json(capsys):
 def test_rollout_writes_the_table_a_game_with_its_settings_reads(capsys, tmp_path, monkeypatch):
     """`jamfold rollout --samples N --seed S` keys its table as a game config with those settings
     names it, so a build of that game finds the table instead of making it again."""
+    import duckdb
+
+    from engine.config import profile, with_overrides
+
     monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
     warehouse = tmp_path / "w.duckdb"
     code, out, err = run(capsys, "rollout", "--kind", "pairs", "--samples", "3", "--seed", "7",
@@ -458,6 +460,9 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     replays the `simulations` asset's row by default; the speed is reported."""
     import duckdb
 
+    from assets.simulation import model_seed
+    from engine.config import load_config
+
     base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
     code, out, err = run(capsys, *base, "--tournaments", "40000", "--json")
     assert code == 0, err
@@ -494,6 +499,13 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     row = data["rows"][0]
     assert not data["replays_build"] and data["tournaments"] == 20000 and row["seed"] != asset_seed
     assert abs(row["mean_payoff"] - asset_mean) < 4 * np.hypot(row["standard_error"], asset_se)
+    # the same count and seed given by hand are a replay too (what is played decides, not the flags)
+    seed = model_seed(load_config(tiny_build["config"]), "harville")
+    code, out, err = run(capsys, *base, "--model", "harville", "--hero", "SB", "--tournaments", "20000",
+                         "--seed", str(seed), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["replays_build"] and data["seed"] == seed and data["rows"][0]["mean_payoff"] == asset_mean
     code, out, _ = run(capsys, *base, "--tournaments", "5000", "--model", "harville")
     assert code == 0 and "one player on harville's strategies" in out and "tournaments a second" in out
     assert "played again" not in out

@@ -407,5 +407,5 @@ More tournaments of your own on the stored strategies — from other stacks, wit
 count, one model's hero at one seat — and what they cost (tournaments a second, hands a tournament):
 `./lab jamfold simulate` with the game's `--profile` or `--config` (`--help` lists its options).
 With a model and no `--stacks`, `--tournaments` or `--seed`, it plays that model's rows of
-`simulation` again and prints them to the last digit.
+`simulation` again and says so (with `--json` it prints their stored values exactly).
 """
