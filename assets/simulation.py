@@ -30,7 +30,7 @@ from assets.paths import hero_unit, match_parameters, match_unit, simulation_par
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
-from engine.config import GameConfig, position_names
+from engine.config import MODEL_SEED_STEP, GameConfig, position_names
 from engine.equity_models import model_names
 from engine.memory import release_free_memory
 from engine.simulation import (ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate,
@@ -71,10 +71,11 @@ def simulated_models(configured: list[str], swept: set[str], sweeps_left_out: bo
 
 def model_seed(cfg: GameConfig, model: str) -> int:
     """The seed the `simulations` asset plays ``model`` against the equilibrium with ("equilibrium":
-    the control): the game's ``simulation_seed`` + 1000 × the model's place among the equilibrium and
-    the configured models, so a model plays the same tournaments whichever others are simulated
-    with it, and `jamfold simulate --model M` replays them by default."""
-    return cfg.simulation_seed + 1000 * ["equilibrium", *model_names(cfg.fgs_depth)].index(model)
+    the control): the game's ``simulation_seed`` + MODEL_SEED_STEP (1000) × the model's place among
+    the equilibrium and the configured models, so a model plays the same tournaments whichever
+    others are simulated with it, and `jamfold simulate --model M` replays them by default. The
+    config's rule on ``simulation_seed`` keeps every such seed within what ``--seed`` accepts."""
+    return cfg.simulation_seed + MODEL_SEED_STEP * ["equilibrium", *model_names(cfg.fgs_depth)].index(model)
 
 
 def _match_frame(matches: list[dict]) -> pd.DataFrame:

@@ -28,6 +28,11 @@ MAX_ROLLOUT_SAMPLES = 1_000_000
 MAX_SIMULATION_SEED = 10**12
 """A simulation series derives its seeds as seed × 1,000,003 + k, stored as BIGINT: a seed above
 this would overflow the column after hours of simulation."""
+MODELS = ("harville", "weitzman", "roberts")
+"""The ICM family of equity models, in report order (:func:`engine.equity_models.model_names` adds FGS-1 …)."""
+MODEL_SEED_STEP = 1000
+"""A game's simulations play model k (0 = the equilibrium, then the ICM family and FGS-1 …) with
+``simulation_seed`` + MODEL_SEED_STEP · k (:func:`assets.simulation.model_seed`)."""
 PRIZE_POOL_RANGE = (1e-6, 1e15)
 """The prize pools ($) a game may pay: values, their sums over a layer's states and the squared
 payoffs the simulations sum stay far from float64's underflow and overflow."""
@@ -229,6 +234,12 @@ def _validate(cfg: GameConfig) -> None:
                           "number from 1,000 to 10^10", cfg.direct_match_tournaments)
     if not _is_int(cfg.simulation_seed) or not 0 <= cfg.simulation_seed <= MAX_SIMULATION_SEED:
         raise ConfigError("simulation_seed", "must be a whole number from 0 to 10^12", cfg.simulation_seed)
+    top = MAX_SIMULATION_SEED - MODEL_SEED_STEP * (len(MODELS) + cfg.fgs_depth)
+    if cfg.simulation_seed > top:
+        raise ConfigError("simulation_seed", f"must be at most {top:,} with fgs_depth {cfg.fgs_depth}: each simulated "
+                          f"model plays with simulation_seed + {MODEL_SEED_STEP:,} × its place among the equilibrium "
+                          "and the models, and every such seed must stay within 10^12 (what `jamfold simulate "
+                          "--seed` accepts)", cfg.simulation_seed)
     if not cfg.examples:
         raise ConfigError("examples", "must list at least one stack vector (the equity models' example tables)", [])
     lo, hi = EXAMPLE_STACK_RANGE

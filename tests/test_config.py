@@ -80,6 +80,20 @@ def test_bad_values_name_field_and_rule(overrides, field):
     assert str(info.value).startswith(f"{field}: ") and len(info.value.rule) > 10
 
 
+def test_every_model_seed_stays_within_what_simulate_seed_accepts():
+    from assets.simulation import model_seed
+    from engine.config import MAX_SIMULATION_SEED
+    from engine.equity_models import model_names
+
+    top = MAX_SIMULATION_SEED - 1000 * (3 + 10)  # thesis: the ICM family and FGS-1 … FGS-10
+    cfg = profile("thesis", simulation_seed=top)
+    assert max(model_seed(cfg, m) for m in model_names(cfg.fgs_depth)) == MAX_SIMULATION_SEED
+    with pytest.raises(ConfigError) as info:
+        profile("thesis", simulation_seed=top + 1)
+    assert info.value.field == "simulation_seed" and f"at most {top:,} with fgs_depth 10" in str(info.value)
+    assert profile("thesis", simulation_seed=top + 1000, fgs_depth=9).simulation_seed == top + 1000
+
+
 def test_more_places_than_players_says_when_the_extra_ones_pay_nothing():
     with pytest.raises(ConfigError) as info:
         profile("quick", players=3, payouts=(100, 0, 0, 0))
