@@ -33,8 +33,8 @@ from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
 from engine.config import MODEL_SEED_STEP, GameConfig, position_names
 from engine.equity_models import model_names
 from engine.memory import release_free_memory
-from engine.simulation import (ShowdownSampler, compact_profile, direct_match, pack_game, pack_profile, simulate,
-                               simulate_against)
+from engine.packed_game import pack_game
+from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_profile, simulate, simulate_against
 from engine.states import enumerate_states
 from warehouse import db
 from warehouse.schema import TABLES

@@ -43,8 +43,8 @@ from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
 from engine.perf_map import dump_code, write_perf_map
 from engine.rollout import build_pair_table, build_triple_table
 from engine.showdown import showdown_tensors
-from engine.simulation import (NC, PackedGame, ShowdownSampler, compact_profile, default_processes, pack_game,
-                               simulate)
+from engine.packed_game import PackedGame, default_processes, pack_game
+from engine.simulation import NC, ShowdownSampler, compact_profile, simulate
 
 
 def threshold_profile(game: PackedGame, equity: np.ndarray, p1: np.ndarray, chunk: int = 400_000) -> np.ndarray:

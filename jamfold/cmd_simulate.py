@@ -47,8 +47,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from assets.ex_post import read_strategies
     from assets.simulation import model_seed, swept_models
     from assets.solve import equilibrium_tensors
-    from engine.simulation import (ShowdownSampler, compact_profile, default_processes, pack_game, pack_profile,
-                                   simulate, simulate_against)
+    from engine.packed_game import default_processes, pack_game
+    from engine.simulation import ShowdownSampler, compact_profile, pack_profile, simulate, simulate_against
     from engine.states import enumerate_states
     from warehouse import db
 

@@ -10,7 +10,8 @@ from engine.game_tree import compile_hand
 from engine.hand_pass import SolverTensors
 from engine.rollout import build_pair_table
 from engine.showdown import showdown_tensors
-from engine.simulation import ShowdownSampler, pack_game, pack_profile, simulate
+from engine.packed_game import pack_game
+from engine.simulation import ShowdownSampler, pack_profile, simulate
 from engine.states import state_index
 from engine.tournament import solve_tournament
 

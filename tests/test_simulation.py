@@ -17,8 +17,9 @@ from engine.cfr import HandSolver
 from engine.game_tree import compile_hand, utilities
 from engine.hand import hand_tree
 from engine.policy_evaluation import finishing_probabilities, layer_transitions, solve_layer
+from engine.packed_game import pack_game
 from engine.simulation import (CompactProfile, ShowdownSampler, compact_profile, direct_match, match_summary,
-                               pack_game, pack_profile, simulate, simulate_against)
+                               pack_profile, simulate, simulate_against)
 from engine.simulation_kernel import (ORDER_ONE, SORTED_TO_DEAL, TRIPLE_ROWS, TWO32, _sort3, jams, sample_deals,
                                       sample_orders, triple_row)
 from engine.states import enumerate_states, state_index
@@ -91,7 +92,7 @@ def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_
     complete or not at all (no temporary left), loaded back equal, and a cache of another game or
     a damaged one is refused naming the flag instead of timing the wrong game or a traceback."""
     from engine import bench_simulation
-    from engine.simulation import PackedGame
+    from engine.packed_game import PackedGame
 
     path = tmp_path / "game.npz"
     game.save(path)

@@ -1,0 +1,299 @@
+"""The whole abstract game packed into flat arrays for the simulation kernel (SPEC §2).
+
+:func:`pack_game` flattens every state of layers 2..players into numba-friendly arrays. A hand's
+action tree depends only on the player count and on which blinds are all-in (a *key*, at most 4
+per player count), so nodes and terminals are stored once per key; per state there are only the
+profile rows of its nodes and the outcomes of its terminals (next state, and per old position its
+new seat or its place). Global state id = ``layer_start[n]`` + the state's index in its layer
+(:func:`engine.states.state_index`); the profile rows of a state are its nodes in the order of
+:func:`engine.game_tree.compile_hand` (= the solver's strategy rows). The rules themselves (blinds,
+side pots, eliminations, shared places, the button) come from :func:`engine.hand.hand_tree`, built
+once per state: packing is the simulation's only copy of them, so it cannot drift from the solver's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import permutations
+from multiprocessing import get_context
+from typing import Sequence
+
+import numpy as np
+
+from engine.cores import configured_threads
+from engine.hand import hand_tree
+from engine.states import enumerate_states, state_index
+
+
+@dataclass
+class PackedGame:
+    """Every state of layers 2..players as flat arrays (see the module docstring).
+
+    S states, K keys (tree shapes), KN / KT nodes / terminals over all keys, O outcomes.
+    """
+
+    units: int
+    players: int
+    payouts: tuple[float, ...]
+    layer_start: np.ndarray  # int64[players + 2]: first global id of layer n (n = 2..players+1)
+    state_players: np.ndarray  # int8[S]
+    state_stacks: np.ndarray  # int16[S, players] stacks in acting order, 0-padded
+    state_key: np.ndarray  # int16[S]
+    state_node: np.ndarray  # int64[S] first profile row of the state
+    state_out: np.ndarray  # int64[S] first outcome of the state
+    key_root: np.ndarray  # int16[K] root: node index, or -1 - terminal index
+    key_node_off: np.ndarray  # int64[K+1]
+    key_term_off: np.ndarray  # int64[K+1]
+    key_outcomes: np.ndarray  # int64[K] outcomes per state of that key
+    node_actor: np.ndarray  # int8[KN]
+    node_depth: np.ndarray  # int8[KN] jammers before the node
+    node_fold: np.ndarray  # int16[KN] child: node index or -1 - terminal index (within the key)
+    node_jam: np.ndarray  # int16[KN]
+    term_ndeal: np.ndarray  # int8[KT] hands at the showdown (0 = no showdown, 2 or 3)
+    term_deal: np.ndarray  # int8[KT, 3] deal order: jammers (acting order), then showdown-only
+    term_out: np.ndarray  # int16[KT] first outcome of the terminal within the state's outcomes
+    term_orders: np.ndarray  # int8[KT] outcomes of the terminal (1, 2 or 6)
+    out_next: np.ndarray  # int32[O] global id of the next state, -1 when the tournament ended
+    out_code: np.ndarray  # int8[O, players] new seat (>= 0) or -(8·best place + tied) (see kernel)
+    share: np.ndarray  # float64[players+2, 4]: share[best, tied] $ to each of tied players sharing places best..
+
+    @property
+    def states(self) -> int:
+        return len(self.state_players)
+
+    @property
+    def total_nodes(self) -> int:
+        """Rows of a packed profile."""
+        k = self.state_key[-1]
+        return int(self.state_node[-1] + self.key_node_off[k + 1] - self.key_node_off[k])
+
+    @cached_property
+    def kernel_records(self) -> tuple[np.ndarray, np.ndarray]:
+        """(st_rec int64[S, 4], out_rec uint8[O, 3 + players]): the per-state and per-outcome
+        fields packed so that each is one cache line (see :mod:`engine.simulation_kernel`)."""
+        st_rec = np.stack([self.state_players, self.state_key, self.state_node, self.state_out], axis=1)
+        out_rec = np.empty((len(self.out_next), 3 + self.players), np.uint8)
+        nxt = self.out_next.astype(np.int64) + 1
+        if nxt.size and nxt.max() >= 2 ** 24:
+            raise ValueError("too many states for the 3-byte next-state field")
+        for j in range(3):
+            out_rec[:, j] = (nxt >> (8 * j)) & 0xFF
+        out_rec[:, 3:] = self.out_code.view(np.uint8)
+        return np.ascontiguousarray(st_rec, dtype=np.int64), out_rec
+
+    def state_id(self, stacks: Sequence[int]) -> int:
+        """Global id of the state ``stacks`` (acting order; must sum to ``units``)."""
+        stacks = tuple(int(x) for x in stacks)
+        if sum(stacks) != self.units or not 2 <= len(stacks) <= self.players or min(stacks) < 1:
+            raise ValueError(f"stacks must be {2}..{self.players} positive stacks summing to {self.units}; "
+                             f"got {stacks}")
+        return int(self.layer_start[len(stacks)]) + state_index(stacks)
+
+    def node_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per profile row: (global state, node index within the state, actor position, depth)."""
+        counts = np.diff(self.key_node_off)[self.state_key]
+        state = np.repeat(np.arange(self.states), counts)
+        local = np.arange(len(state)) - self.state_node[state]
+        kn = self.key_node_off[self.state_key[state]] + local
+        return state, local, self.node_actor[kn].astype(np.int64), self.node_depth[kn].astype(np.int64)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the packed arrays to an ``.npz`` file (packing the 45-unit game takes minutes),
+        complete or not at all: an interrupted save leaves no half-written cache to load next time."""
+        from engine.atomic_files import atomic_path
+
+        arrays = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}  # no cached records
+        with atomic_path(path) as tmp, open(tmp, "wb") as out:  # a file object: np.savez would add ".npz" to a bare name
+            np.savez(out, units=self.units, players=self.players, payouts=np.array(self.payouts), **arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PackedGame":
+        """Read a game written by :meth:`save`."""
+        with np.load(path) as data:
+            fields = {k: data[k] for k in data.files if k not in ("units", "players", "payouts")}
+            return cls(units=int(data["units"]), players=int(data["players"]),
+                       payouts=tuple(float(x) for x in data["payouts"]), **fields)
+
+
+def _key_id(n: int, sb_allin: bool, bb_allin: bool) -> int:
+    return 4 * (n - 2) + 2 * int(sb_allin) + int(bb_allin)
+
+
+def _deal_orders(term) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(deal order, outcome orders) of a terminal, exactly as :func:`engine.game_tree.compile_hand`."""
+    jam = tuple(term.jammers)
+    showdown_only = tuple(p for p in term.contesting if p not in jam)
+    if len(term.contesting) < 2:
+        return (), [term.outcomes[0].order]
+    deal = jam + showdown_only
+    return deal, [tuple(deal[i] for i in perm) for perm in permutations(range(len(deal)))]
+
+
+def _structures(players: int, payouts: tuple[float, ...]):
+    """Per key: (nodes, terminals, outcome index maps) from a representative hand tree."""
+    out = {}
+    for n in range(2, players + 1):
+        for sb_ai in (False, True):
+            for bb_ai in (False, True):
+                stacks = [3] * n
+                stacks[n - 2] = 1 if sb_ai else 3
+                stacks[n - 1] = 2 if bb_ai else 3
+                tree = hand_tree(tuple(stacks), payouts)
+                omaps, deals = [], []
+                for term in tree.terminals:
+                    deal, orders = _deal_orders(term)
+                    index = {o.order: i for i, o in enumerate(term.outcomes)}
+                    omaps.append([index[order] for order in orders])
+                    deals.append(deal)
+                out[_key_id(n, sb_ai, bb_ai)] = (tree, omaps, deals)
+    return out
+
+
+def _share_table(players: int, payouts: tuple[float, ...]) -> np.ndarray:
+    """share[best, tied] = $ to each of ``tied`` players sharing places best..best+tied−1."""
+    pay = list(payouts) + [0.0] * (players + 4)
+    share = np.zeros((players + 2, 4))
+    for best in range(1, players + 1):
+        for tied in range(1, 4):
+            share[best, tied] = sum(pay[best - 1:best - 1 + tied]) / tied
+    return share
+
+
+def _pack_states(units: int, n: int, lo: int, hi: int, players: int, payouts: tuple[float, ...]):
+    """Outcomes of the states lo..hi−1 of layer n: (keys, outcomes per state, out_next, out_code)."""
+    structures = _structures(players, payouts)
+    share = _share_table(players, payouts)
+    ids: dict[tuple[int, ...], int] = {}
+    start = 0
+    for m in range(2, n + 1):
+        for i, row in enumerate(enumerate_states(units, m)):
+            ids[tuple(row.tolist())] = start + i
+        start += math.comb(units - 1, m - 1)
+    codes_memo: dict = {}
+    rows = enumerate_states(units, n)[lo:hi]
+    keys = np.empty(len(rows), np.int16)
+    counts = np.empty(len(rows), np.int64)
+    nxt: list[int] = []
+    code_rows: list[tuple[int, ...]] = []
+    for r, row in enumerate(rows):
+        stacks = tuple(row.tolist())
+        tree = hand_tree(stacks, payouts)
+        k = _key_id(n, stacks[n - 2] <= 1, stacks[n - 1] <= 2)
+        keys[r] = k
+        omaps = structures[k][1]
+        before = len(nxt)
+        for t, term in enumerate(tree.terminals):
+            outs = term.outcomes
+            for idx in omaps[t]:
+                o = outs[idx]
+                nxt.append(ids[o.next_stacks] if o.next_stacks else -1)
+                memo_key = (o.new_position, o.places, o.prize)
+                code = codes_memo.get(memo_key)
+                if code is None:
+                    code = codes_memo[memo_key] = _codes(o, players, share)
+                code_rows.append(code)
+        counts[r] = len(nxt) - before
+    return keys, counts, np.array(nxt, np.int32), np.array(code_rows, np.int8).reshape(-1, players)
+
+
+def _codes(outcome, players: int, share: np.ndarray) -> tuple[int, ...]:
+    """Per old position: new seat, or -(8·best place + tied); checks the prize against ``share``."""
+    places = outcome.places
+    code = [0] * players
+    for p, seat in enumerate(outcome.new_position):
+        if seat >= 0:
+            code[p] = seat
+            continue
+        tied = sum(1 for y in places if y == places[p])
+        best = int(round(places[p] - (tied - 1) / 2))
+        if abs(share[best, tied] - outcome.prize[p]) > 1e-9:
+            raise AssertionError(f"prize {outcome.prize[p]} of place {places[p]} != share {share[best, tied]}")
+        code[p] = -(8 * best + tied)
+    return tuple(code)
+
+
+def pack_game(units: int, players: int, payouts: Sequence[float], processes: int = 1,
+              chunk: int = 20_000) -> PackedGame:
+    """Pack every state of layers 2..players of the game (units, players, payouts $).
+
+    Builds each state's :func:`engine.hand.hand_tree` (≈ 0.3 ms per state; the 45-unit
+    5-player game has 149,985 states). ``processes`` > 1 builds chunks of ``chunk`` states in
+    worker processes, when the game has more than ``chunk`` states (starting a worker process
+    takes seconds: longer than packing a small game).
+    """
+    payouts = tuple(float(x) for x in payouts)
+    structures = _structures(players, payouts)
+    K = 4 * (players - 1)
+    key_nodes = np.array([len(structures[k][0].nodes) for k in range(K)], np.int64)
+    key_terms = np.array([len(structures[k][0].terminals) for k in range(K)], np.int64)
+    key_node_off = np.concatenate([[0], np.cumsum(key_nodes)])
+    key_term_off = np.concatenate([[0], np.cumsum(key_terms)])
+    node_actor, node_depth, node_fold, node_jam, key_root = [], [], [], [], []
+    term_ndeal, term_deal, term_out, term_orders, key_outcomes = [], [], [], [], []
+
+    def ref(child) -> int:
+        return child[1] if child[0] == "node" else -1 - child[1]
+
+    for k in range(K):
+        tree, omaps, deals = structures[k]
+        key_root.append(ref(tree.root))
+        for nd in tree.nodes:
+            node_actor.append(nd.actor)
+            node_depth.append(len(nd.jammers_before))
+            node_fold.append(ref(nd.fold_child))
+            node_jam.append(ref(nd.jam_child))
+        total = 0
+        for deal, omap in zip(deals, omaps):
+            term_ndeal.append(len(deal))
+            term_deal.append(list(deal) + [-1] * (3 - len(deal)))
+            term_out.append(total)
+            term_orders.append(len(omap))
+            total += len(omap)
+        key_outcomes.append(total)
+
+    layer_start = np.zeros(players + 2, np.int64)
+    for n in range(2, players + 1):
+        layer_start[n + 1] = layer_start[n] + math.comb(units - 1, n - 1)
+    jobs = [(units, n, lo, min(lo + chunk, math.comb(units - 1, n - 1)), players, payouts)
+            for n in range(2, players + 1) for lo in range(0, math.comb(units - 1, n - 1), chunk)]
+    if processes > 1 and len(jobs) > 1 and layer_start[players + 1] > chunk:
+        with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+            parts = list(pool.map(_pack_states_job, jobs))
+    else:
+        parts = [_pack_states(*job) for job in jobs]
+    state_key = np.concatenate([p[0] for p in parts])
+    out_counts = np.concatenate([p[1] for p in parts])
+    state_node = np.concatenate([[0], np.cumsum(key_nodes[state_key])[:-1]]).astype(np.int64)
+    state_out = np.concatenate([[0], np.cumsum(out_counts)[:-1]]).astype(np.int64)
+    state_stacks = np.zeros((int(layer_start[players + 1]), players), np.int16)
+    for n in range(2, players + 1):
+        state_stacks[layer_start[n]:layer_start[n + 1], :n] = enumerate_states(units, n)
+    game = PackedGame(
+        units=units, players=players, payouts=payouts, layer_start=layer_start,
+        state_players=(state_key // 4 + 2).astype(np.int8), state_stacks=state_stacks, state_key=state_key,
+        state_node=state_node,
+        state_out=state_out, key_root=np.array(key_root, np.int16), key_node_off=key_node_off,
+        key_term_off=key_term_off, key_outcomes=np.array(key_outcomes, np.int64),
+        node_actor=np.array(node_actor, np.int8), node_depth=np.array(node_depth, np.int8),
+        node_fold=np.array(node_fold, np.int16), node_jam=np.array(node_jam, np.int16),
+        term_ndeal=np.array(term_ndeal, np.int8), term_deal=np.array(term_deal, np.int8).reshape(-1, 3),
+        term_out=np.array(term_out, np.int16), term_orders=np.array(term_orders, np.int8),
+        out_next=np.concatenate([p[2] for p in parts]), out_code=np.concatenate([p[3] for p in parts]),
+        share=_share_table(players, payouts))
+    if not np.array_equal(out_counts, game.key_outcomes[state_key]):
+        raise AssertionError("outcome counts differ from the tree shapes")
+    return game
+
+
+def _pack_states_job(args):
+    return _pack_states(*args)
+
+
+def default_processes() -> int:
+    """Worker processes for packing: the cores numba would use."""
+    return configured_threads()
+
