@@ -47,7 +47,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from assets.ex_post import read_strategies
     from assets.simulation import model_seed, swept_models
     from assets.solve import equilibrium_tensors
-    from engine.packed_game import default_processes, pack_game
+    from assets.paths import cache_dir
+    from engine.packed_game import default_processes, saved_pack_game
     from engine.simulation import ShowdownSampler, compact_profile, pack_profile, simulate, simulate_against
     from engine.states import enumerate_states
     from warehouse import db
@@ -79,8 +80,12 @@ def cmd_simulate(args: argparse.Namespace) -> None:
                WHERE v.game = ? AND s.players = ? AND s.stacks = ? ORDER BY v.position""",
             [cfg.name, n, stacks]).fetchall()]
         if not args.json:
-            print(f"packing the hand trees of game '{cfg.name}' and reading its strategies …", file=sys.stderr)
-        game = pack_game(cfg.units, cfg.players, cfg.payouts, processes=default_processes())
+            print(f"packing the hand trees of game '{cfg.name}' (or reading them from an earlier run) …",
+                  file=sys.stderr)
+        game, how = saved_pack_game(cache_dir("packed"), cfg.units, cfg.players, cfg.payouts,
+                                    processes=default_processes())
+        if not args.json:
+            print(f"the hand trees: {how}; reading the strategies …", file=sys.stderr)
 
         def profile_of(model: str | None):  # compact: exact, about a tenth of the float32 rows
             return compact_profile(pack_profile(game, {k: read_strategies(con, cfg.name, k, m, model)

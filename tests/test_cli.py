@@ -454,15 +454,18 @@ def test_a_state_without_a_decision_says_why_and_output_cut_short_is_no_tracebac
     assert done.stdout == "status 1\n" and "Traceback" not in done.stderr, done.stderr
 
 
-def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build):
+def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(capsys, tiny_build, monkeypatch):
     """`jamfold simulate` on the tiny build: everybody on the equilibrium agrees with the solved
     values within 4 standard errors; a model's hero at one seat gets one row, and from the start it
-    replays the `simulations` asset's row by default; the speed is reported."""
+    replays the `simulations` asset's row by default; the speed is reported. The game packed by the
+    build's `simulations` asset is read, not packed again."""
     import duckdb
 
     from assets.simulation import model_seed
     from engine.config import load_config
 
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tiny_build["root"] / "cache"))
+    (pack,) = (tiny_build["root"] / "cache" / "packed").iterdir()
     base = ("simulate", "--config", str(tiny_build["config"]), "--warehouse", str(tiny_build["warehouse"]))
     code, out, err = run(capsys, *base, "--tournaments", "40000", "--json")
     assert code == 0, err
@@ -510,8 +513,10 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert code == 0 and "one player on harville's strategies" in out and "tournaments a second" in out
     assert "played again" not in out
     assert all(f"\n{pos:>4} " in out for pos in ("BU", "SB", "BB"))
-    code, out, _ = run(capsys, *base, "--model", "harville", "--hero", "SB")
+    code, out, err = run(capsys, *base, "--model", "harville", "--hero", "SB")
     assert code == 0 and "20,000 tournaments per hero seat" in out and "`simulation` table, played again" in out
+    assert f"the hand trees: read from {pack}; reading the strategies" in err
+    assert list((tiny_build["root"] / "cache" / "packed").iterdir()) == [pack]
 
 
 def test_simulate_names_what_the_warehouse_lacks(capsys, tiny_build, tmp_path):

@@ -113,6 +113,46 @@ def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_
     assert exc.value.code == 2 and "is not a readable packed game" in capsys.readouterr().err
 
 
+def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game, tmp_path, monkeypatch):
+    """`simulate` and `simulations` keep the packed game in the cache (74 s to pack the `thesis`
+    game): the next run reads it instead of packing, the arrays equal; a pack by other engine code,
+    of another game or damaged is never read (packed again, the other code's file replaced)."""
+    from engine import packed_game
+    from engine.packed_game import saved_pack_game
+
+    first, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    files = list(tmp_path.iterdir())
+    assert how.startswith("packed in ") and ", saved to " in how and len(files) == 1
+    packs = []
+    real_pack = packed_game.pack_game
+    monkeypatch.setattr(packed_game, "pack_game", lambda *a, **k: packs.append(a) or real_pack(*a, **k))
+    back, how = saved_pack_game(tmp_path, UNITS, PLAYERS, [50, 30, 20])
+    assert how == f"read from {files[0]}" and packs == []
+    for name, value in vars(game).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(back, name), value)
+            np.testing.assert_array_equal(getattr(first, name), value)
+    # another game beside it: its own file, the first one kept
+    other, how = saved_pack_game(tmp_path, UNITS, PLAYERS, (70.0, 30.0))
+    assert how.startswith("packed in ") and other.payouts == (70.0, 30.0) and len(list(tmp_path.iterdir())) == 2
+    # other engine code: packed again, and its pack replaces the old code's
+    monkeypatch.setattr(packed_game, "engine_digest", lambda: "0123456789ab")
+    _, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    assert how.startswith("packed in ") and len(packs) == 2
+    assert sorted(p.name.endswith("-0123456789ab.npz") for p in tmp_path.iterdir()) == [False, True]
+    # damaged: packed again and rewritten, then read
+    (mine,) = tmp_path.glob(f"{PLAYERS}p{UNITS}u-*-0123456789ab.npz")
+    mine.write_bytes(mine.read_bytes()[:500])
+    _, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    assert how.startswith("packed in ") and len(packs) == 3
+    assert saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {mine}"
+    # a folder it cannot write to: the game all the same, said not saved
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    played, how = saved_pack_game(blocked, UNITS, PLAYERS, PAYOUTS)
+    assert "(not saved for the next run: " in how and played.units == UNITS
+
+
 def test_pack_profile_checks_shapes(game, solved):
     bad = {n: layer.strategy for n, layer in solved.items()}
     bad[3] = bad[3][:-1]
