@@ -387,8 +387,28 @@ def triple_chunks_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: i
 
 def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None, seed: int) -> int:
     """Rows of a triple table that its checkpoints in ``checkpoint_dir`` already hold (a resumed
-    build loads them in an instant: its time left is reckoned from the rows it computes)."""
-    return sum(rows for rows, _ in _saved_chunks(checkpoint_dir, mode, samples, seed)[0])
+    build loads them in an instant: its time left is reckoned from the rows it computes). A chunk
+    file the build would not load (cut short, another shape: computed again) is not counted; its
+    header and size are checked, its numbers are not read."""
+    chunk, tag = _triple_chunking(mode, samples, seed)
+    total = 0
+    for start in range(0, N_TRIPLE_ROWS, chunk):
+        stop = min(start + chunk, N_TRIPLE_ROWS)
+        if _chunk_loadable(_chunk_path(Path(checkpoint_dir), tag, start, stop), stop - start):
+            total += stop - start
+    return total
+
+
+def _chunk_loadable(path: Path, rows: int) -> bool:
+    """Whether :func:`_load_chunk` would take the file: a numpy file of (rows, 7) whose bytes are all
+    there (mapped, not read: a cut-short file cannot be mapped to its header's size)."""
+    try:
+        mapped = np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError):
+        return False
+    ok = isinstance(mapped, np.ndarray) and mapped.shape == (rows, 7)
+    del mapped
+    return ok
 
 
 def _saved_chunks(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,

@@ -398,15 +398,19 @@ def test_sampled_triple_table_checkpoints_and_resumes(tmp_path, monkeypatch):
     assert len(files) == 9 and not list(tmp_path.glob("*.tmp*"))
     assert table.weight.sum() == 1326 * 1225 * 1128 and np.isnan(table.p).any(axis=1).sum() == 325
     # an "interrupted" build: one chunk missing; only that chunk is computed again
+    assert ro.triple_rows_saved(tmp_path, "sampled", 4, 2) == ro.N_TRIPLE_ROWS
     files[3].unlink()
     files[5].write_bytes(b"truncated")  # unreadable chunks are recomputed too
+    files[6].write_bytes(files[6].read_bytes()[:-8])  # cut short by its last number (a whole header)
     killed = tmp_path / f"{files[3].name}.tmp{2**22 + 7}"  # a chunk's writer killed outright (no such pid)
     killed.write_bytes(b"half a chunk")
+    # the rows a resumed build will read back, for its time-left estimate: exactly those it loads
+    assert ro.triple_rows_saved(tmp_path, "sampled", 4, 2) == ro.N_TRIPLE_ROWS - 3 * 100_000
     computed = []
     real = ro._sampled_rows
     monkeypatch.setattr(ro, "_sampled_rows", lambda cl, ids, *a: computed.append(ids[0]) or real(cl, ids, *a))
     again = ro.build_triple_table("sampled", samples=4, seed=2, checkpoint_dir=str(tmp_path))
-    assert computed == [300_000, 500_000] and not killed.exists()
+    assert computed == [300_000, 500_000, 600_000] and not killed.exists()
     assert np.array_equal(again.p, table.p, equal_nan=True)
     assert np.array_equal(again.weight, table.weight)
 
