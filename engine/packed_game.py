@@ -302,39 +302,62 @@ def default_processes() -> int:
     return configured_threads()
 
 
-def engine_digest() -> str:
-    """A digest of the engine's source (every ``engine/*.py``, as ``./lab`` keys numba's cache):
-    a packed game saved by other code may follow other rules, so it is never read back."""
+def _source_digest() -> str:
     h = hashlib.sha1()
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 
-def saved_pack_game(folder: str | os.PathLike, units: int, players: int, payouts: Sequence[float],
-                    processes: int = 1) -> tuple[PackedGame, str]:
+_ENGINE_DIGEST = _source_digest()  # taken at import, with the engine modules this process runs
+
+
+def engine_digest() -> str:
+    """A digest of the engine's source (every ``engine/*.py``, as ``./lab`` keys numba's cache) as
+    it was when this process imported the engine: a packed game saved by other code may follow
+    other rules, so it is never read back, and a long build whose engine files are edited while it
+    runs still names its packs after the code it runs."""
+    return _ENGINE_DIGEST
+
+
+STALE_PACK_DAYS = 7
+"""Packs made by other engine code (never read) are deleted once not written for this many days,
+as ``./lab`` drops numba caches of other engine sources: two checkouts sharing a cache keep theirs."""
+
+
+def _paid_places(payouts: Sequence[float]) -> list[float]:
+    """The prizes without trailing zeros (places that pay nothing pack the same game)."""
+    prizes = [float(x) for x in payouts]
+    while prizes and prizes[-1] == 0.0:
+        prizes.pop()
+    return prizes
+
+
+def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payouts: Sequence[float],
+                      processes: int = 1) -> tuple[PackedGame, str]:
     """:func:`pack_game`, saved in ``folder`` and read back next time: (the game, what was done, in
     words for a log line: read from the file, or packed in so many seconds and saved or not).
 
-    The 45-unit 5-player game takes about 74 s to pack on 2 cores and under 2 s to read, and every
-    `jamfold simulate` and `simulations` run needs it. The file is named by the game (units,
-    players, payouts) and by :func:`engine_digest`, so a pack made by other engine code is never
-    read; when a game is packed anew, its packs by other code are deleted. A file that cannot be
-    read (or holds another game) is packed again and replaced; a save that fails (a full disk, a
-    read-only folder) only costs the next run the packing.
+    The 45-unit 5-player game takes about 74 s to pack on 2 cores and under a second to read, and
+    every `jamfold simulate` and `simulations` run needs it. The file is named by the game (units,
+    players, payouts without trailing zeros) and by :func:`engine_digest`, so a pack made by other
+    engine code is never read (and is deleted after :data:`STALE_PACK_DAYS`). A file that cannot be
+    read (or holds another game) is packed again and replaced; a folder that cannot be made or
+    written (a full disk, a read-only checkout) only costs the next run the packing.
     """
     from engine.atomic_files import drop_dead_temporaries
 
     payouts = tuple(float(x) for x in payouts)
+    prizes = _paid_places(payouts)
     folder = Path(folder)
-    game_tag = hashlib.sha1(json.dumps([units, players, payouts]).encode()).hexdigest()[:10]
+    game_tag = hashlib.sha1(json.dumps([int(units), int(players), prizes]).encode()).hexdigest()[:10]
     path = folder / f"{players}p{units}u-{game_tag}-{engine_digest()}.npz"
     if path.is_file():
         try:
             game = PackedGame.load(path)
         except Exception:  # damaged in any way numpy's reader can report: packed again below
             game = None
-        if game is not None and (game.units, game.players, game.payouts) == (units, players, payouts):
+        if game is not None and (game.units, game.players, _paid_places(game.payouts)) == (units, players, prizes):
             return game, f"read from {path}"
     t0 = time.perf_counter()
     game = pack_game(units, players, payouts, processes=processes)
@@ -343,9 +366,13 @@ def saved_pack_game(folder: str | os.PathLike, units: int, players: int, payouts
         folder.mkdir(parents=True, exist_ok=True)
         drop_dead_temporaries(folder)
         game.save(path)
-        for old in folder.glob(f"{players}p{units}u-{game_tag}-*.npz"):
-            if old != path:
-                old.unlink(missing_ok=True)
     except OSError as exc:
         return game, f"{done} (not saved for the next run: {exc})"
+    try:
+        stale = time.time() - STALE_PACK_DAYS * 86400
+        for old in folder.glob(f"*-{'?' * 12}.npz"):
+            if not old.name.endswith(f"-{engine_digest()}.npz") and old.stat().st_mtime < stale:
+                old.unlink(missing_ok=True)
+    except OSError:  # another user's file in a shared cache: left
+        pass
     return game, f"{done}, saved to {path}"

@@ -47,8 +47,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from assets.ex_post import read_strategies
     from assets.simulation import model_seed, swept_models
     from assets.solve import equilibrium_tensors
-    from assets.paths import cache_dir
-    from engine.packed_game import default_processes, saved_pack_game
+    from assets.paths import cache_root
+    from engine.packed_game import default_processes, load_or_pack_game
     from engine.simulation import ShowdownSampler, compact_profile, pack_profile, simulate, simulate_against
     from engine.states import enumerate_states
     from warehouse import db
@@ -82,8 +82,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         if not args.json:
             print(f"packing the hand trees of game '{cfg.name}' (or reading them from an earlier run) …",
                   file=sys.stderr)
-        game, how = saved_pack_game(cache_dir("packed"), cfg.units, cfg.players, cfg.payouts,
-                                    processes=default_processes())
+        game, how = load_or_pack_game(cache_root() / "packed", cfg.units, cfg.players, cfg.payouts,
+                                      processes=default_processes())
         if not args.json:
             print(f"the hand trees: {how}; reading the strategies …", file=sys.stderr)
 

@@ -389,12 +389,13 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build, tmp_path, monkeypatc
     assert code == 2 and f"the warehouse holds tiny (--config {written})" in err
 
 
-def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsys, tiny_build):
+def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsys, tiny_build, monkeypatch):
     """`state`, `simulate` and `site` take `build`'s game flags and name the game as it did: flags
     that change nothing name the game itself, flags that change a field another game (its name a
     digest of them), which this warehouse does not hold."""
     from engine.config import load_config, with_overrides
 
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tiny_build["root"] / "cache"))  # (simulate reads the packed game there)
     config, warehouse = str(tiny_build["config"]), str(tiny_build["warehouse"])
     code, out, err = run(capsys, "state", "--config", config, "--gamma", "0.001", "--players", "3", "--stacks", "3",
                          "2", "1", "--warehouse", warehouse, "--json")
@@ -517,6 +518,10 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert code == 0 and "20,000 tournaments per hero seat" in out and "`simulation` table, played again" in out
     assert f"the hand trees: read from {pack}; reading the strategies" in err
     assert list((tiny_build["root"] / "cache" / "packed").iterdir()) == [pack]
+    # a cache it cannot write (here a file): the same tournaments, the game packed and not kept
+    monkeypatch.setenv("JAMFOLD_CACHE", str(pack))
+    code, out, err = run(capsys, *base, "--model", "harville", "--hero", "SB", "--json")
+    assert code == 0 and json.loads(out)["rows"][0]["mean_payoff"] == asset_mean, err
 
 
 def test_simulate_names_what_the_warehouse_lacks(capsys, tiny_build, tmp_path):

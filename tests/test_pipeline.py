@@ -1335,7 +1335,7 @@ def test_a_rebuild_keeping_every_simulation_reads_no_strategy(tiny_build, tmp_pa
     shutil.copytree(tiny_build["root"] / "cache" / "simulations", tmp_path / "cache" / "simulations")
     used = []
     monkeypatch.setattr(simulation, "read_strategies", lambda *a: used.append(a))
-    monkeypatch.setattr(simulation, "saved_pack_game", lambda *a: used.append(a))
+    monkeypatch.setattr(simulation, "load_or_pack_game", lambda *a: used.append(a))
     tables = ("simulation", "direct_matches")
     before = _game_tables(warehouse, tables)
     result = dg.materialize([simulation.simulations], resources=resources)

@@ -116,40 +116,49 @@ def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_
 def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game, tmp_path, monkeypatch):
     """`simulate` and `simulations` keep the packed game in the cache (74 s to pack the `thesis`
     game): the next run reads it instead of packing, the arrays equal; a pack by other engine code,
-    of another game or damaged is never read (packed again, the other code's file replaced)."""
-    from engine import packed_game
-    from engine.packed_game import saved_pack_game
+    of another game or damaged is never read (packed again), and other code's packs are deleted
+    once a week old."""
+    import os
+    import re
+    import time
 
-    first, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
-    files = list(tmp_path.iterdir())
-    assert how.startswith("packed in ") and ", saved to " in how and len(files) == 1
+    from engine import packed_game
+    from engine.packed_game import load_or_pack_game
+
+    first, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    (mine,) = tmp_path.iterdir()
+    assert re.fullmatch(rf"packed in \d+\.\d s, saved to {re.escape(str(mine))}", how)
     packs = []
     real_pack = packed_game.pack_game
     monkeypatch.setattr(packed_game, "pack_game", lambda *a, **k: packs.append(a) or real_pack(*a, **k))
-    back, how = saved_pack_game(tmp_path, UNITS, PLAYERS, [50, 30, 20])
-    assert how == f"read from {files[0]}" and packs == []
+    for payouts in ([50, 30, 20], (50.0, 30.0, 20.0, 0.0)):  # places paying nothing: the same game
+        back, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, payouts)
+        assert how == f"read from {mine}" and packs == []
     for name, value in vars(game).items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(getattr(back, name), value)
             np.testing.assert_array_equal(getattr(first, name), value)
-    # another game beside it: its own file, the first one kept
-    other, how = saved_pack_game(tmp_path, UNITS, PLAYERS, (70.0, 30.0))
-    assert how.startswith("packed in ") and other.payouts == (70.0, 30.0) and len(list(tmp_path.iterdir())) == 2
-    # other engine code: packed again, and its pack replaces the old code's
+    # another game beside it: its own file
+    other, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, (70.0, 30.0))
+    (other_file,) = set(tmp_path.iterdir()) - {mine}
+    assert how.endswith(f" s, saved to {other_file}") and other.payouts == (70.0, 30.0)
+    # other engine code: never reads the first code's pack; packs of that code a week old are deleted
     monkeypatch.setattr(packed_game, "engine_digest", lambda: "0123456789ab")
-    _, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
-    assert how.startswith("packed in ") and len(packs) == 2
-    assert sorted(p.name.endswith("-0123456789ab.npz") for p in tmp_path.iterdir()) == [False, True]
+    week_old = time.time() - 8 * 86400
+    os.utime(mine, (week_old, week_old))
+    _, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    (new,) = tmp_path.glob("*-0123456789ab.npz")
+    assert how.endswith(f" s, saved to {new}") and len(packs) == 2  # (the 70/30 game, then this one)
+    assert set(tmp_path.iterdir()) == {new, other_file}  # the first code's 70/30 pack, written just now, is kept
     # damaged: packed again and rewritten, then read
-    (mine,) = tmp_path.glob(f"{PLAYERS}p{UNITS}u-*-0123456789ab.npz")
-    mine.write_bytes(mine.read_bytes()[:500])
-    _, how = saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    new.write_bytes(new.read_bytes()[:500])
+    _, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
     assert how.startswith("packed in ") and len(packs) == 3
-    assert saved_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {mine}"
-    # a folder it cannot write to: the game all the same, said not saved
+    assert load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {new}"
+    # a folder it cannot make: the game all the same, said not saved
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
-    played, how = saved_pack_game(blocked, UNITS, PLAYERS, PAYOUTS)
+    played, how = load_or_pack_game(blocked / "packed", UNITS, PLAYERS, PAYOUTS)
     assert "(not saved for the next run: " in how and played.units == UNITS
 
 
