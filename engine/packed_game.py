@@ -303,9 +303,17 @@ def default_processes() -> int:
 
 
 def _source_digest() -> str:
+    """sha1 of the engine's source files (``engine/*.py`` but hidden ones, as the shell's
+    ``engine/*.py`` of ``./lab``); a file that cannot be read (an editor's lock link) counts by name."""
     h = hashlib.sha1()
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        if path.name.startswith("."):
+            continue
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = b"(unreadable)"
+        h.update(path.name.encode() + b"\0" + content + b"\0")
     return h.hexdigest()[:12]
 
 
@@ -321,8 +329,8 @@ def engine_digest() -> str:
 
 
 STALE_PACK_DAYS = 7
-"""Packs made by other engine code (never read) are deleted once not written for this many days,
-as ``./lab`` drops numba caches of other engine sources: two checkouts sharing a cache keep theirs."""
+"""Packs made by other engine code (never read) are deleted once not used for this many days (a
+read marks a pack used): two checkouts of different code sharing a cache keep theirs."""
 
 
 def _paid_places(payouts: Sequence[float]) -> list[float]:
@@ -341,38 +349,55 @@ def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payou
     The 45-unit 5-player game takes about 74 s to pack on 2 cores and under a second to read, and
     every `jamfold simulate` and `simulations` run needs it. The file is named by the game (units,
     players, payouts without trailing zeros) and by :func:`engine_digest`, so a pack made by other
-    engine code is never read (and is deleted after :data:`STALE_PACK_DAYS`). A file that cannot be
-    read (or holds another game) is packed again and replaced; a folder that cannot be made or
-    written (a full disk, a read-only checkout) only costs the next run the packing.
+    engine code is never read (and is deleted once unused for :data:`STALE_PACK_DAYS`, by the next
+    run of any game there). A file that cannot be read (or holds another game) is packed again and
+    replaced; a folder that cannot be read, made or written (a full disk, a read-only checkout)
+    only costs the next run the packing.
     """
-    from engine.atomic_files import drop_dead_temporaries
-
     payouts = tuple(float(x) for x in payouts)
     prizes = _paid_places(payouts)
     folder = Path(folder)
     game_tag = hashlib.sha1(json.dumps([int(units), int(players), prizes]).encode()).hexdigest()[:10]
     path = folder / f"{players}p{units}u-{game_tag}-{engine_digest()}.npz"
-    if path.is_file():
-        try:
-            game = PackedGame.load(path)
-        except Exception:  # damaged in any way numpy's reader can report: packed again below
-            game = None
-        if game is not None and (game.units, game.players, _paid_places(game.payouts)) == (units, players, prizes):
-            return game, f"read from {path}"
+    try:
+        game = PackedGame.load(path)
+    except Exception:  # missing, unreadable or damaged in any way numpy's reader can report: packed below
+        game = None
+    if game is not None and (game.units, game.players, _paid_places(game.payouts)) == (units, players, prizes):
+        _tidy(folder, used=path)
+        return game, f"read from {path}"
     t0 = time.perf_counter()
     game = pack_game(units, players, payouts, processes=processes)
     done = f"packed in {time.perf_counter() - t0:.1f} s"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        drop_dead_temporaries(folder)
         game.save(path)
     except OSError as exc:
         return game, f"{done} (not saved for the next run: {exc})"
-    try:
-        stale = time.time() - STALE_PACK_DAYS * 86400
-        for old in folder.glob(f"*-{'?' * 12}.npz"):
-            if not old.name.endswith(f"-{engine_digest()}.npz") and old.stat().st_mtime < stale:
-                old.unlink(missing_ok=True)
-    except OSError:  # another user's file in a shared cache: left
-        pass
+    _tidy(folder, used=path)
     return game, f"{done}, saved to {path}"
+
+
+def _tidy(folder: Path, used: Path) -> None:
+    """Mark ``used`` as used now, and delete the temporaries of dead writers and the packs of other
+    engine code unused for :data:`STALE_PACK_DAYS`; a file that cannot be touched or deleted (another
+    user's, in a shared cache) is left as it is."""
+    from engine.atomic_files import drop_dead_temporaries
+
+    stale = time.time() - STALE_PACK_DAYS * 86400
+    mine = f"-{engine_digest()}.npz"
+    for step in (lambda: os.utime(used), lambda: drop_dead_temporaries(folder)):
+        try:
+            step()
+        except OSError:
+            pass
+    try:
+        packs = list(folder.glob(f"*-{'?' * 12}.npz"))
+    except OSError:
+        return
+    for old in packs:
+        try:
+            if not old.name.endswith(mine) and old.stat().st_mtime < stale:
+                old.unlink()
+        except OSError:
+            continue

@@ -117,13 +117,18 @@ def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game
     """`simulate` and `simulations` keep the packed game in the cache (74 s to pack the `thesis`
     game): the next run reads it instead of packing, the arrays equal; a pack by other engine code,
     of another game or damaged is never read (packed again), and other code's packs are deleted
-    once a week old."""
+    once unused for a week."""
     import os
+    import pathlib
     import re
     import time
 
     from engine import packed_game
     from engine.packed_game import load_or_pack_game
+
+    def age(path, days):
+        then = time.time() - days * 86400
+        os.utime(path, (then, then))
 
     first, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
     (mine,) = tmp_path.iterdir()
@@ -131,30 +136,45 @@ def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game
     packs = []
     real_pack = packed_game.pack_game
     monkeypatch.setattr(packed_game, "pack_game", lambda *a, **k: packs.append(a) or real_pack(*a, **k))
-    for payouts in ([50, 30, 20], (50.0, 30.0, 20.0, 0.0)):  # places paying nothing: the same game
-        back, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, payouts)
-        assert how == f"read from {mine}" and packs == []
+    back, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, [50, 30, 20])
+    assert how == f"read from {mine}" and packs == []
     for name, value in vars(game).items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(getattr(back, name), value)
             np.testing.assert_array_equal(getattr(first, name), value)
-    # another game beside it: its own file
+    # another game beside it: its own file; its third place paying nothing is the same game
     other, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, (70.0, 30.0))
     (other_file,) = set(tmp_path.iterdir()) - {mine}
-    assert how.endswith(f" s, saved to {other_file}") and other.payouts == (70.0, 30.0)
-    # other engine code: never reads the first code's pack; packs of that code a week old are deleted
+    assert how.endswith(f" s, saved to {other_file}") and other.payouts == (70.0, 30.0) and len(packs) == 1
+    assert load_or_pack_game(tmp_path, UNITS, PLAYERS, (70, 30, 0))[1] == f"read from {other_file}"
+    # other engine code: never reads the first code's packs, and deletes the one unused for a week
     monkeypatch.setattr(packed_game, "engine_digest", lambda: "0123456789ab")
-    week_old = time.time() - 8 * 86400
-    os.utime(mine, (week_old, week_old))
+    age(mine, 8)
     _, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
     (new,) = tmp_path.glob("*-0123456789ab.npz")
-    assert how.endswith(f" s, saved to {new}") and len(packs) == 2  # (the 70/30 game, then this one)
-    assert set(tmp_path.iterdir()) == {new, other_file}  # the first code's 70/30 pack, written just now, is kept
-    # damaged: packed again and rewritten, then read
-    new.write_bytes(new.read_bytes()[:500])
-    _, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
-    assert how.startswith("packed in ") and len(packs) == 3
+    assert how.endswith(f" s, saved to {new}") and len(packs) == 2
+    assert set(tmp_path.iterdir()) == {new, other_file}  # the first code's 70/30 pack, used just now, is kept
+    # a pack of the running code is never deleted, however old; reading it marks it used
+    age(new, 30)
     assert load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {new}"
+    assert new.stat().st_mtime > time.time() - 600 and other_file.exists()
+    # damaged: packed again and rewritten, then read; a cleanup that cannot delete still saved
+    new.write_bytes(new.read_bytes()[:500])
+    age(other_file, 8)
+
+    unlink = pathlib.Path.unlink
+
+    def refuse(self, missing_ok=False):  # another user's file in a shared cache
+        if self == other_file:
+            raise PermissionError(13, "Permission denied", str(self))
+        return unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(pathlib.Path, "unlink", refuse)
+    _, how = load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)
+    assert how.endswith(f" s, saved to {new}") and len(packs) == 3 and other_file.exists()
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink)
+    assert load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {new}"
+    assert not other_file.exists()  # (deleted once it could be)
     # a folder it cannot make: the game all the same, said not saved
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
