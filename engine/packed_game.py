@@ -369,6 +369,8 @@ def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payou
     t0 = time.perf_counter()
     game = pack_game(units, players, payouts, processes=processes)
     done = f"packed in {time.perf_counter() - t0:.1f} s"
+    if processes > 1 and _source_digest() != engine_digest():  # the workers imported the engine anew
+        return game, f"{done} (not saved for the next run: the engine's source changed since this process started)"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         game.save(path)

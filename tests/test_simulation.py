@@ -175,6 +175,11 @@ def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game
     monkeypatch.setattr(pathlib.Path, "unlink", unlink)
     assert load_or_pack_game(tmp_path, UNITS, PLAYERS, PAYOUTS)[1] == f"read from {new}"
     assert not other_file.exists()  # (deleted once it could be)
+    # packed by worker processes (which import the engine anew) after the source changed: not kept
+    monkeypatch.setattr(packed_game, "_source_digest", lambda: "fedcba987654")
+    _, how = load_or_pack_game(tmp_path / "workers", UNITS, PLAYERS, PAYOUTS, processes=2)
+    assert how.endswith("(not saved for the next run: the engine's source changed since this process started)")
+    assert not (tmp_path / "workers").exists()
     # a folder it cannot make: the game all the same, said not saved
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
