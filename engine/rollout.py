@@ -390,13 +390,8 @@ def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: int
     build loads them in an instant: its time left is reckoned from the rows it computes). A chunk
     file the build would not load (cut short, another shape: computed again) is not counted; its
     header and size are checked, its numbers are not read."""
-    chunk, tag = _triple_chunking(mode, samples, seed)
-    total = 0
-    for start in range(0, N_TRIPLE_ROWS, chunk):
-        stop = min(start + chunk, N_TRIPLE_ROWS)
-        if _chunk_loadable(_chunk_path(Path(checkpoint_dir), tag, start, stop), stop - start):
-            total += stop - start
-    return total
+    return sum(rows for rows, path in _triple_chunk_files(checkpoint_dir, mode, samples, seed)
+               if _chunk_loadable(path, rows))
 
 
 def _chunk_loadable(path: Path, rows: int) -> bool:
@@ -414,17 +409,23 @@ def _chunk_loadable(path: Path, rows: int) -> bool:
 def _saved_chunks(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,
                   seed: int) -> tuple[list[tuple[int, float]], int]:
     """([(rows, when saved)] of every chunk file present, chunks in all) of a triple table."""
-    folder = Path(checkpoint_dir)
-    chunk, tag = _triple_chunking(mode, samples, seed)
-    starts = range(0, N_TRIPLE_ROWS, chunk)
+    files = _triple_chunk_files(checkpoint_dir, mode, samples, seed)
     saved = []
-    for start in starts:
-        stop = min(start + chunk, N_TRIPLE_ROWS)
+    for rows, path in files:
         try:
-            saved.append((stop - start, _chunk_path(folder, tag, start, stop).stat().st_mtime))
+            saved.append((rows, path.stat().st_mtime))
         except FileNotFoundError:
             continue
-    return saved, len(starts)
+    return saved, len(files)
+
+
+def _triple_chunk_files(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,
+                        seed: int) -> list[tuple[int, Path]]:
+    """(rows, file) of every chunk of a triple table built with these settings, present or not."""
+    chunk, tag = _triple_chunking(mode, samples, seed)
+    return [(min(start + chunk, N_TRIPLE_ROWS) - start,
+             _chunk_path(Path(checkpoint_dir), tag, start, min(start + chunk, N_TRIPLE_ROWS)))
+            for start in range(0, N_TRIPLE_ROWS, chunk)]
 
 
 def _triple_chunking(mode: str, samples: int | None, seed: int) -> tuple[int, str]:
