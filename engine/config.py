@@ -29,7 +29,15 @@ MAX_SIMULATION_SEED = 10**12
 """A simulation series derives its seeds as seed × 1,000,003 + k, stored as BIGINT: a seed above
 this would overflow the column after hours of simulation."""
 MODELS = ("harville", "weitzman", "roberts")
-"""The ICM family of equity models, in report order (:func:`engine.equity_models.model_names` adds FGS-1 …)."""
+"""The ICM family of equity models, in report order (:func:`model_names` adds FGS-1 …)."""
+
+
+def model_names(fgs_depth: int) -> list[str]:
+    """The models a game compares with its equilibrium, in report order: the ICM family, then
+    Future Game Simulation FGS-1 … FGS-``fgs_depth`` (the game config's ``fgs_depth``)."""
+    return [*MODELS, *(f"FGS-{d}" for d in range(1, fgs_depth + 1))]
+
+
 MODEL_SEED_STEP = 1000
 """A game's simulations play model k (0 = the equilibrium, then the ICM family and FGS-1 …) with
 ``simulation_seed`` + MODEL_SEED_STEP · k (:func:`assets.simulation.model_seed`)."""
@@ -234,7 +242,7 @@ def _validate(cfg: GameConfig) -> None:
                           "number from 1,000 to 10^10", cfg.direct_match_tournaments)
     if not _is_int(cfg.simulation_seed) or not 0 <= cfg.simulation_seed <= MAX_SIMULATION_SEED:
         raise ConfigError("simulation_seed", "must be a whole number from 0 to 10^12", cfg.simulation_seed)
-    top = MAX_SIMULATION_SEED - MODEL_SEED_STEP * (len(MODELS) + cfg.fgs_depth)
+    top = MAX_SIMULATION_SEED - MODEL_SEED_STEP * len(model_names(cfg.fgs_depth))  # the last model's place
     if cfg.simulation_seed > top:
         raise ConfigError("simulation_seed", f"must be at most {top:,} with fgs_depth {cfg.fgs_depth}: each simulated "
                           f"model plays with simulation_seed + {MODEL_SEED_STEP:,} × its place among the equilibrium "

@@ -40,15 +40,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from numba import njit, prange
 
-from engine.config import MODELS
+from engine.config import MODELS, model_names  # noqa: F401  (model_names: defined with the config that counts them)
 MIN_PLAYERS = 2
 MAX_PLAYERS = {"harville": 20, "weitzman": 20, "roberts": 9}
-
-
-def model_names(fgs_depth: int) -> list[str]:
-    """The models a game compares with its equilibrium, in report order: the ICM family, then
-    Future Game Simulation FGS-1 … FGS-``fgs_depth`` (the game config's ``fgs_depth``)."""
-    return [*MODELS, *(f"FGS-{d}" for d in range(1, fgs_depth + 1))]
 
 
 # --------------------------------------------------------------------------------------------
