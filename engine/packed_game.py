@@ -388,11 +388,14 @@ def _tidy(folder: Path, used: Path) -> None:
 
     stale = time.time() - STALE_PACK_DAYS * 86400
     mine = f"-{engine_digest()}.npz"
-    for step in (lambda: os.utime(used), lambda: drop_dead_temporaries(folder)):
-        try:
-            step()
-        except OSError:
-            pass
+    try:
+        os.utime(used)
+    except OSError:
+        pass
+    try:
+        drop_dead_temporaries(folder)
+    except OSError:
+        pass
     try:
         packs = list(folder.glob(f"*-{'?' * 12}.npz"))
     except OSError:
