@@ -81,11 +81,17 @@ def _sum_pairs(m3p, pairs, count, classes, weights, nw, acc):
 
 
 def prefix_by_second_class(m3j: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """out[a, i] = Σ_{j ≤ i} m3j[a, order[j]]: the running sums over the second jammer's class that
+    """out[i, a] = Σ_{j ≤ i} m3j[a, order[j]]: the running sums over the second jammer's class that
     :func:`_factored_depth2_counterfactuals` reads for a range of the second jammer (232 MB; summed
-    in the reordered copy, so building it holds no second one)."""
-    out = m3j[:, order]
-    return np.cumsum(out, axis=1, out=out)
+    in the reordered copy, so building it holds no second one).
+
+    C-contiguous with the rank i first, so that a row's read m3jq[k − 1, a] is one contiguous
+    block and the blocks of one rank lie side by side; and so that the kernels see the same array
+    type as the heads-up solvers' empty tensors (one compiled signature of the pass, not two)."""
+    out = np.empty((len(order), m3j.shape[0], *m3j.shape[2:]), dtype=m3j.dtype)
+    for i, b in enumerate(order):
+        out[i] = m3j[:, b]
+    return np.cumsum(out, axis=0, out=out)
 
 
 def prefix_by_class(m3p: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -432,9 +438,9 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
     The first pass under a new U starts from the kept outcome-space sums when the state has them
     (M_ready[h], weights MXY: :func:`keep_depth2_sums`), else from zero with x = y = 0, so that it
     sums every reached pair. A row summed from zero (x(a) was 0), when y is nearly a top set of the
-    class ``order``, reads the running sums m3jq[a, k − 1] = Σ_{j < k} m3j[a, order[j]] and y's few
+    class ``order``, reads the running sums m3jq[k − 1, a] = Σ_{j < k} m3j[a, order[j]] and y's few
     deviations (:func:`threshold_split`) instead of a showdown row per class of y's support:
-    P[a, c] = Σ_o U[o] (m3jq[a, k − 1, c, o] + Σ_dev δ(b) m3j[a, b, c, o]); it fills no showdown
+    P[a, c] = Σ_o U[o] (m3jq[k − 1, a, c, o] + Σ_dev δ(b) m3j[a, b, c, o]); it fills no showdown
     rows (later passes fill the ones they need). The sums differ from a direct sum by rounding only.
     """
     if C_ready[h] == 0:
@@ -512,7 +518,7 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
                 by_prefix = ky > 0 and nyd + 1 < ny
                 Qa = np.empty((NC, 6))
             if by_prefix and xo == 0.0:  # a row from zero: P[a] from the running sums, kept from now on
-                Qa[:, :] = m3jq[a, ky - 1]
+                Qa[:, :] = m3jq[ky - 1, a]
                 for i in range(nyd):
                     w = ywts[i]
                     block = m3j[a, ycls[i]]

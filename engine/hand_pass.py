@@ -77,7 +77,7 @@ class SolverTensors:
         # jam chances of a range are read from running sums in it (prefix_by_class), 116 MB
         self.class_order = np.argsort(-(self.or3rr[:, 0] + self.or3rr[:, 1]), kind="stable").astype(np.int64)
         self.m3q = prefix_by_class(self.m3p, self.class_order)
-        self.m3jq = prefix_by_second_class(self.m3j, self.class_order)  # [a, i, c, o], 232 MB
+        self.m3jq = prefix_by_second_class(self.m3j, self.class_order)  # [i, a, c, o], 232 MB
 
     def args(self) -> tuple:
         return (self.p1, self.joint2, self.cond2, self.win2, self.wr1, self.or3r, self.or3rr,
