@@ -283,6 +283,7 @@ def test_equity_page_shows_every_example_of_the_config(tiny_build, tmp_path):
 
 
 @pytest.mark.parametrize("depth, named", [(0, "Roberts."), (1, "Roberts and FGS-1 (Future"),
+                                          (2, "Roberts, FGS-1 and FGS-2 (Future"),
                                           (3, "Roberts and FGS-1 … FGS-3 (Future")])
 def test_models_page_names_the_fgs_models_the_config_has(depth, named):
     from sitegen.pages_models import _models_named
@@ -316,6 +317,26 @@ def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
     assert len(got) == 169
     np.testing.assert_allclose([got[label] for label in got], [expected[parse_class(label)] for label in got],
                                rtol=0, atol=1e-12)
+
+
+
+def test_showdown_page_prints_its_heatmaps_query_and_its_matchups_to_four_decimals(tiny_build):
+    """The all-against-all heat map carries exactly the rows of a query the page prints, and the
+    notable matchups' probabilities all show four decimals (0.118 once showed as "0.118")."""
+    import json
+
+    import duckdb
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    page = (tiny_build["site"].parent / "docs" / "showdown.md").read_text()
+    spec = json.loads(re.search(r'data-target="chart-pair-heatmap">(.*?)</script>', page).group(1))
+    drawn = sorted((r["hand"], r["versus"], r["p_win"]) for r in next(iter(spec["datasets"].values())))
+    grid_sql = re.search(r"```sql\n(SELECT hand, versus, round\(p_win, 5\) AS p_win FROM pair_equities[^\n]*)\n```",
+                         page).group(1)
+    assert drawn == sorted(con.execute(grid_sql).fetchall()) and len(drawn) == 169 * 169
+    notable = page.split("## Notable matchups")[1].split("##")[0]
+    cells = re.findall(r"(?<=\| )\d\.\d+(?= \|)", notable)
+    assert len(cells) >= 2 * 8 and all(len(c) == 6 for c in cells), cells
 
 
 def test_every_query_printed_on_the_site_runs_on_the_warehouse(tiny_build):
@@ -471,6 +492,11 @@ def test_convergence_chart_and_folded_log_tables_carry_the_solve_log(tiny_build)
                    f"CFR+ iterations, {f'{wall:,.0f}' if wall >= 10 else f'{wall:.2f}'} s</summary>")
         assert summary in page
     assert page.count('<details markdown="1">') == log["players"].nunique()
+    # the query printed for these lines gives their numbers, in the lines' own rounding
+    totals_sql = re.search(r"```sql\n(SELECT players, count\(\*\) AS outer_iterations.*?)\n```", page, re.S).group(1)
+    for n, outer, cfr, wall in con.execute(totals_sql).fetchall():
+        assert (f"<summary>{n} players: {outer} outer iterations, {cfr:,} CFR+ iterations, "
+                f"{f'{wall:,.0f}' if wall >= 10 else f'{wall:.2f}'} s</summary>") in page
     html = (tiny_build["site"] / "solve-quality.html").read_text()
     assert html.count("<details>") == log["players"].nunique() and "<table>" in html.split("<details>")[1]
 

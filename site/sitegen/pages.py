@@ -136,7 +136,7 @@ def tables_used(cfg: dict) -> str:
 def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     builds_sql = f"""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s,
-       built_at
+       date_trunc('second', built_at) AS built_at
 FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
     builds = con.execute(builds_sql).df()
     params = pd.DataFrame([
@@ -168,7 +168,10 @@ Game Simulation), solves the whole tournament to a near-exact Nash equilibrium, 
 it how wrong those models are: in payoffs, in play, and in tournaments played out.
 
 Every number on these pages is a row of a table or view in the DuckDB warehouse; the
-[Warehouse](warehouse.md) page lists them all, and each page ends with the SQL behind it.
+[Warehouse](warehouse.md) page lists them all, and each page ends with the SQL behind it. A
+reference such as "SPEC §6" names the section of the lab's rulebook (`SPEC.md`, the rules of the
+game, the tables, the models and the analyses) where a definition comes from; the rulebook is kept
+beside the code, not published here, and each page says in its own words what it shows.
 
 ## This build: game `{game}`
 
@@ -221,7 +224,8 @@ def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     pairs_id, triples_id = cfg["pairs_id"], cfg["triples_id"]
     labels = [r[0] for r in con.execute("SELECT label FROM hand_classes ORDER BY class_id").fetchall()]
-    grid = con.execute("SELECT hand, versus, round(p_win, 5) AS p_win FROM pair_equities WHERE rollout = ?", [pairs_id]).df()
+    grid_sql = f"SELECT hand, versus, round(p_win, 5) AS p_win FROM pair_equities WHERE rollout = '{pairs_id}'"
+    grid = con.execute(grid_sql).df()
     build_sql = f"""SELECT mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s FROM rollout_tables
 WHERE rollout = '{pairs_id}' AND kind = 'pairs'"""
     build = con.execute(build_sql).df()
@@ -264,12 +268,13 @@ are built once per rollout id and shared by every game.
 
 ## Heads-up equity of every class against every class
 
-Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hover for values.
-{chart_html(heat, "pair-heatmap", "Cell (row, column) = probability that the row hand beats the column hand.")}
+Rows and columns run in the order of `hand_classes.class_id` (AA, AKs, AQs, …, 22); hover for values.
+{chart_html(heat, "pair-heatmap", "Cell (row, column) = probability that the row hand beats the column hand: "
+                                    "the third query under “Query it”.")}
 
 ## Notable matchups
 
-{site_table(notable)}
+{site_table(notable, decimals=4)}
 
 `weight` counts the ordered, card-disjoint combo pairs of the multiset {{hand, versus}}, both orders
 (`pair_equities.deals` counts one order).
@@ -277,13 +282,14 @@ Rows and columns run in the grid order of the spec (AA, AKs, AQs, …, 22); hove
 ## Equity against a random hand
 
 {chart_html(strength, "vs-random", "The row hand's P(win) against every class, weighted by its deals: the "
-                                    "fourth query under “Query it”.")}
+                                    "fifth query under “Query it”.")}
 
 {three_way}
 ## Query it
 
 {query_block(build_sql)}
 {query_block(notable_sql)}
+{query_block(grid_sql)}
 {query_block(f"SELECT hand, versus, p_win FROM pair_equities WHERE rollout = '{pairs_id}' AND hand = 'AKs' ORDER BY p_win")}
 {query_block(VS_RANDOM_SQL.format(rollout=pairs_id))}
 {triples_queries}"""

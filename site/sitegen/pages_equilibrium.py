@@ -144,7 +144,7 @@ def push_fold_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
 
 13×13 grids of the equilibrium jam probability of each hand class (pairs on the diagonal, suited
 above, offsuit below) at every decision node of a state: the acting position and who jammed
-before. Any state's charts can be drawn from the view `equilibrium_jam`; `jamfold state --stacks …`
+before. Any state's charts can be drawn from the view `equilibrium_jam`; `./lab jamfold state --stacks …`
 prints the same ranges as range strings.
 {f"{chr(10)}Not solved yet: {'; '.join(pending)}.{chr(10)}" if pending else ""}
 {chr(10).join(sections)}
@@ -192,7 +192,7 @@ FROM state_quality WHERE game = '{game}' GROUP BY players ORDER BY players"""
                          FROM solve_log WHERE game = ? ORDER BY players, outer_iteration""", [game]).df()
     ex_post = _ex_post_section(con, game, cfg)
     log_totals_sql = f"""SELECT players, count(*) AS outer_iterations, sum(cfr_iterations)::BIGINT AS cfr_iterations,
-       round(sum(wall_s)) AS wall_s
+       CASE WHEN sum(wall_s) >= 10 THEN round(sum(wall_s)) ELSE round(sum(wall_s), 2) END AS wall_s
 FROM solve_log WHERE game = '{game}' GROUP BY players ORDER BY players"""
     return f"""# Solve quality
 

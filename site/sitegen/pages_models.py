@@ -30,7 +30,7 @@ def configured_models(cfg: dict) -> list[str]:
 def _models_named(cfg: dict) -> str:
     """The configured models in words: no FGS range for fgs_depth 0 ("FGS-1 … FGS-0") or 1."""
     depth = int(cfg.get("fgs_depth", 0))
-    fgs = {0: "", 1: " and FGS-1"}.get(depth, f" and FGS-1 … FGS-{depth}")
+    fgs = {0: "", 1: " and FGS-1", 2: ", FGS-1 and FGS-2"}.get(depth, f" and FGS-1 … FGS-{depth}")
     explained = " (Future Game Simulation: d hands solved ahead, then Harville)" if depth else ""
     return f"Harville (ICM), Weitzman, Roberts{fgs}{explained}"
 
@@ -188,7 +188,7 @@ Mean |model − equilibrium| in $ for each stack size:
 {query_block(f"SELECT * FROM deviation_summary WHERE game = '{game}' AND players IS NULL ORDER BY averaging, "
                 f"{report_order()}")}
 
-The MAPD per player count, and the by-stack charts (every column of `deviation_by_stack`):
+The MAPD per player count, and the by-stack charts (`SELECT *` for every column of `deviation_by_stack`):
 {query_block(per_layer_sql)}
 {query_block(by_stack_sql)}
 {query_block(f'''SELECT model, stack, payoff, equilibrium, relative_deviation_pct FROM model_values
@@ -366,7 +366,7 @@ Monte Carlo tournaments of game `{game}` from the start state ({start}), drawing
 under the card model and showdown orders from the same class-level tables the solver uses (SPEC
 §7.6). In each row one player — the hero — plays a model's strategies for the whole tournament,
 and the other players the equilibrium; {T:,} tournaments per model and hero seat (about
-{hands:.1f} hands each), seeds in the table. ROI = (mean prize − fair share) / fair share × 100 with
+{hands:.1f} hands each; each row's seed is in the table `simulation`, below). ROI = (mean prize − fair share) / fair share × 100 with
 fair share = prize pool / players; ± is one standard error. The `equilibrium` row is the control:
 everybody on the equilibrium, so its ROI is only the value of the seat.{pending_text}
 
@@ -396,7 +396,7 @@ The ROI by seat (`simulation`), the means over the seats and the finishing distr
 (`simulation_summary`), the control against the solved values, the FGS depth curve, the direct
 matches (`direct_match_summary`) and their seatings (`direct_matches`):
 
-{query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
+{query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing, tournaments, seed FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
 {query_block(summary_sql)}
 {query_block(control_sql)}
 {query_block(depth_sql)}
