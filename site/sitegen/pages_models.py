@@ -366,9 +366,10 @@ Monte Carlo tournaments of game `{game}` from the start state ({start}), drawing
 under the card model and showdown orders from the same class-level tables the solver uses (SPEC
 §7.6). In each row one player — the hero — plays a model's strategies for the whole tournament,
 and the other players the equilibrium; {T:,} tournaments per model and hero seat (about
-{hands:.1f} hands each; each row's seed is in the table `simulation`, below). ROI = (mean prize − fair share) / fair share × 100 with
-fair share = prize pool / players; ± is one standard error. The `equilibrium` row is the control:
-everybody on the equilibrium, so its ROI is only the value of the seat.{pending_text}
+{hands:.1f} hands each; each row's seed is in the table `simulation`, below). ROI = (mean prize −
+fair share) / fair share × 100 with fair share = prize pool / players; ± is one standard error.
+The `equilibrium` row is the control: everybody on the equilibrium, so its ROI is only the value of
+the seat.{pending_text}
 
 ## Hero ROI (%) by starting seat
 
@@ -396,7 +397,8 @@ The ROI by seat (`simulation`), the means over the seats and the finishing distr
 (`simulation_summary`), the control against the solved values, the FGS depth curve, the direct
 matches (`direct_match_summary`) and their seatings (`direct_matches`):
 
-{query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing, tournaments, seed FROM simulation WHERE game = '{game}' ORDER BY model, hero_position")}
+{query_block(f"SELECT model, hero_seat, roi_pct, roi_se_pct, finishing, tournaments, seed FROM simulation "
+            f"WHERE game = '{game}' ORDER BY model, hero_position")}
 {query_block(summary_sql)}
 {query_block(control_sql)}
 {query_block(depth_sql)}
