@@ -100,7 +100,9 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
                   "dagster/row_count": rows["fgs_values"],
                   "sweep_s": seconds, "cfr_iterations": iterations, "max_value_move_usd": moves, **quality,
-                  "layers_read_back": read_back,
+                  # FGS layers an interrupted run had finished (not Harville's, which the chain always
+                  # reads back from model_strategies' checkpoint: listed, they read as a resumed build)
+                  "layers_read_back": [layer for layer in read_back if layer.split()[0] in labels],
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
         check_results=checks)
 

@@ -101,6 +101,16 @@ def test_every_asset_and_check_succeeds(tiny_build):
                                      for c in skipped)
 
 
+
+def test_an_uninterrupted_build_reads_no_sweep_layer_back(tiny_build):
+    """`layers_read_back` lists sweep layers an interrupted run had finished. The FGS chain always
+    reads Harville's layers from model_strategies' checkpoint; listing them made a build that was
+    never interrupted look resumed."""
+    events = tiny_build["result"].get_asset_materialization_events()
+    meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in events}
+    assert meta["model_strategies"]["layers_read_back"].value == []
+    assert meta["fgs_strategies"]["layers_read_back"].value == []
+
 def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, tmp_path):
     """One state above gamma in `state_quality` fails `exploitability_within_gamma`, which counts it
     and tells the user that running the build again retries such states (see HELD_RETRIES), unless
