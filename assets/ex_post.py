@@ -174,11 +174,15 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                              f"{time.perf_counter() - t0:.1f} s; largest gain {record['max_gain']:.6f} $")
         with warehouse.connect() as con:
             summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
+        # the view covers every layer checked so far; its start_* columns fill in with the start's layer
+        caption = (f"The game's `ex_post` view over the layers checked so far (2 to {n} players)"
+                   + ("." if n >= cfg.players else f"; its start_* columns stay empty until the start state's "
+                                                      f"{cfg.players}-player layer is checked."))
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "rows": kept, "dagster/row_count": kept, "max_gain_usd": record["max_gain"],
-                      "mean_gain_usd": record["mean_gain"], "rounds": record["rounds"],
-                      "wall_s": round(time.perf_counter() - t0, 2),
-                      "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=6))},
+            metadata={"game": cfg.name, "rows": kept, "dagster/row_count": kept,
+                      "layer_max_gain_usd": record["max_gain"], "layer_mean_gain_usd": record["mean_gain"],
+                      "rounds": record["rounds"], "wall_s": round(time.perf_counter() - t0, 2),
+                      "summary": dg.MetadataValue.md(caption + "\n\n" + db.frame_markdown(summary, decimals=6))},
             check_results=_layer_checks(record))
 
     return layer_ex_post

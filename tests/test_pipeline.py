@@ -375,6 +375,22 @@ def test_readme_queries_run(tiny_build):
         con.execute(q).fetchall()
 
 
+
+def test_ex_post_metadata_names_the_layers_gains_and_says_why_the_start_columns_are_empty(tiny_build):
+    """Each ex_post_Np asset reports its own layer's gains (`layer_…`, against the summary view's
+    game-wide ones) and says, below the start state's layer, why the view's start_* columns are empty."""
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    events = tiny_build["result"].get_asset_materialization_events()
+    meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in events}
+    for n in (2, 3):
+        gains = con.execute("SELECT max(gain), avg(gain) FROM nemesis_values WHERE game = 'tiny' AND "
+                            "profile = 'equilibrium' AND players = ?", [n]).fetchone()
+        m = meta[f"ex_post_{n}p"]
+        assert (m["layer_max_gain_usd"].value, m["layer_mean_gain_usd"].value) == pytest.approx(gains, rel=1e-12)
+        caption = m["summary"].value.split("\n")[0]
+        assert caption.startswith(f"The game's `ex_post` view over the layers checked so far (2 to {n} players)")
+        assert ("start_* columns stay empty until the start state's 3-player layer is checked" in caption) == (n == 2)
+
 def test_ex_post_tables(tiny_build):
     """nemesis_values covers every (state, position); the ex_post view agrees with plain SQL over it."""
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
