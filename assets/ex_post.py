@@ -174,10 +174,13 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                              f"{time.perf_counter() - t0:.1f} s; largest gain {record['max_gain']:.6f} $")
         with warehouse.connect() as con:
             summary = con.execute("SELECT * FROM ex_post WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).df()
-        # the view covers every layer checked so far; its start_* columns fill in with the start's layer
-        caption = (f"The game's `ex_post` view over the layers checked so far (2 to {n} players)"
-                   + ("." if n >= cfg.players else f"; its start_* columns stay empty until the start state's "
-                                                      f"{cfg.players}-player layer is checked."))
+            held, = con.execute("SELECT list(DISTINCT players ORDER BY players) FROM nemesis_values "
+                                "WHERE game = ? AND profile = ?", [cfg.name, PROFILE]).fetchone()
+        # the view sums every layer the warehouse holds; its start_* columns fill in with the start's layer
+        caption = (f"The game's `ex_post` view, over the layers whose nemesis values the warehouse holds "
+                   f"({', '.join(f'{k}p' for k in held)})"
+                   + (f"; its start_* columns stay empty until the start state's {cfg.players}-player layer is "
+                      f"checked." if summary["start_mean_gain"].isna().all() else "."))
         return dg.MaterializeResult(
             metadata={"game": cfg.name, "rows": kept, "dagster/row_count": kept,
                       "layer_max_gain_usd": record["max_gain"], "layer_mean_gain_usd": record["mean_gain"],

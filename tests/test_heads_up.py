@@ -31,7 +31,6 @@ def test_heads_up_tensors_have_no_three_way_part(heads_up_tensors, tiny_tensors)
         assert np.array_equal(getattr(heads_up_tensors, name), getattr(tiny_tensors, name)), name
 
 
-
 def test_heads_up_and_three_way_tensors_give_the_kernels_the_same_types(heads_up_tensors, tiny_tensors):
     """numba compiles a kernel once per signature, and the pass (hand_pass, cfr_plus_iterations)
     takes 20–40 s to compile: tensors whose arrays differ in layout (a strided view where the
@@ -40,6 +39,7 @@ def test_heads_up_and_three_way_tensors_give_the_kernels_the_same_types(heads_up
 
     assert [numba.typeof(a) for a in heads_up_tensors.args()] == [numba.typeof(a) for a in tiny_tensors.args()]
     assert all(a.flags.c_contiguous for a in tiny_tensors.args())
+
 
 def test_a_heads_up_game_solves_and_plays_the_same_without_the_triple_table(heads_up_tensors, tiny_tensors):
     """The same equilibrium to the bit (nothing of a two-player hand reads the three-way tensors),

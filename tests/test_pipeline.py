@@ -101,7 +101,6 @@ def test_every_asset_and_check_succeeds(tiny_build):
                                      for c in skipped)
 
 
-
 def test_an_uninterrupted_build_reads_no_sweep_layer_back(tiny_build):
     """`layers_read_back` lists sweep layers an interrupted run had finished. The FGS chain always
     reads Harville's layers from model_strategies' checkpoint; listing them made a build that was
@@ -110,6 +109,7 @@ def test_an_uninterrupted_build_reads_no_sweep_layer_back(tiny_build):
     meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in events}
     assert meta["model_strategies"]["layers_read_back"].value == []
     assert meta["fgs_strategies"]["layers_read_back"].value == []
+
 
 def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, tmp_path):
     """One state above gamma in `state_quality` fails `exploitability_within_gamma`, which counts it
@@ -375,10 +375,11 @@ def test_readme_queries_run(tiny_build):
         con.execute(q).fetchall()
 
 
-
 def test_ex_post_metadata_names_the_layers_gains_and_says_why_the_start_columns_are_empty(tiny_build):
     """Each ex_post_Np asset reports its own layer's gains (`layer_…`, against the summary view's
-    game-wide ones) and says, below the start state's layer, why the view's start_* columns are empty."""
+    game-wide ones), names the layers the view sums (a rebuild of a lower layer may find a higher
+    one's rows from before) and says, while the start state's layer is missing, why the view's
+    start_* columns are empty."""
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     events = tiny_build["result"].get_asset_materialization_events()
     meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in events}
@@ -388,8 +389,11 @@ def test_ex_post_metadata_names_the_layers_gains_and_says_why_the_start_columns_
         m = meta[f"ex_post_{n}p"]
         assert (m["layer_max_gain_usd"].value, m["layer_mean_gain_usd"].value) == pytest.approx(gains, rel=1e-12)
         caption = m["summary"].value.split("\n")[0]
-        assert caption.startswith(f"The game's `ex_post` view over the layers checked so far (2 to {n} players)")
+        held = "2p" if n == 2 else "2p, 3p"  # (the build checks the layers in turn)
+        assert caption.startswith(f"The game's `ex_post` view, over the layers whose nemesis values the warehouse "
+                                  f"holds ({held})")
         assert ("start_* columns stay empty until the start state's 3-player layer is checked" in caption) == (n == 2)
+
 
 def test_ex_post_tables(tiny_build):
     """nemesis_values covers every (state, position); the ex_post view agrees with plain SQL over it."""
