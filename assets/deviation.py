@@ -24,7 +24,7 @@ from assets.finishing import FINISHING_ASSETS
 from assets.model_analysis import model_strategies
 from assets.models import equity_model_tables
 from assets.resources import GameResource, WarehouseResource, blocking_checks
-from engine.equity_models import MODELS, model_names
+from engine.config import MODELS, model_names
 from engine.states import n_states
 from warehouse import db
 

@@ -100,9 +100,7 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
                   "dagster/row_count": rows["fgs_values"],
                   "sweep_s": seconds, "cfr_iterations": iterations, "max_value_move_usd": moves, **quality,
-                  # FGS layers an interrupted run had finished (not Harville's, which the chain always
-                  # reads back from model_strategies' checkpoint: listed, they read as a resumed build)
-                  "layers_read_back": [layer for layer in read_back if layer.split()[0] in labels],
+                  "layers_read_back": read_back,  # FGS layers an interrupted run had finished
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
         check_results=checks)
 
@@ -115,8 +113,11 @@ def _fgs_chain(context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: Wa
     tensors = equilibrium_tensors(warehouse.path, cfg)
     stacks, layers = compile_game(cfg.units, cfg.players, cfg.payouts)
     progress = sweep_logger(context, layer_wall, read_back)
-    # the chain needs Harville's values (v¹) and solvers, not its strategies
-    harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, progress, read_strategies=False)
+    # the chain needs Harville's values (v¹) and solvers, not its strategies; its layers, always read
+    # back from model_strategies' checkpoint here, are logged but not listed as read back (listed,
+    # they made a build that was never interrupted look resumed)
+    harville, warm_start = harville_sweep(cfg, layers, stacks, tensors, sweep_logger(context, layer_wall, []),
+                                          read_strategies=False)
     harville.release()  # solved here when the checkpoint lost it
     if len(harville.solvers) == len(layers):
         context.log.info("FGS-1 continues Harville's solvers" + (

@@ -22,7 +22,7 @@ from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
 from assets.solve import equilibrium_tensors, require_strategies
 from engine.best_response import ex_post
-from engine.equity_models import model_names
+from engine.config import model_names
 from engine.model_strategies import profile_values
 from engine.profile_outcomes import outcome_probabilities
 from engine.solve_progress import nemesis_log_line, outcome_log_line

@@ -27,6 +27,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("JAMFOLD_CACHE") or REPO_ROOT / ".cache")
 
 
+def packed_games_dir() -> Path:
+    """Where :func:`engine.packed_game.load_or_pack_game` keeps the packed games of `simulate` and
+    `simulations` (not made here: it is made when a pack is saved)."""
+    return cache_root() / "packed"
+
+
 def cache_dir(*parts: str) -> Path:
     """The folder ``parts`` under :func:`cache_root`, made if missing."""
     path = cache_root().joinpath(*parts)

@@ -26,12 +26,11 @@ from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.model_analysis import strategies_fingerprint
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies as model_strategies_asset
-from assets.paths import cache_root, hero_unit, match_parameters, match_unit, simulation_parameters
+from assets.paths import hero_unit, match_parameters, match_unit, packed_games_dir, simulation_parameters
 from assets.resources import GameResource, WarehouseResource, blocking_checks
 from assets.resume import UnitCheckpoint, game_cache_dir
 from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
-from engine.config import MODEL_SEED_STEP, GameConfig, position_names
-from engine.equity_models import model_names
+from engine.config import MODEL_SEED_STEP, GameConfig, model_names, position_names
 from engine.memory import release_free_memory
 from engine.packed_game import load_or_pack_game
 from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_profile, simulate, simulate_against
@@ -134,7 +133,7 @@ class _Table:
     @cached_property
     def game(self) -> tuple:
         """(the packed game, the showdown sampler)."""
-        packed, how = load_or_pack_game(cache_root() / "packed", self.cfg.units, self.cfg.players, self.cfg.payouts)
+        packed, how = load_or_pack_game(packed_games_dir(), self.cfg.units, self.cfg.players, self.cfg.payouts)
         self.context.log.info(f"the game's {packed.total_nodes} decision nodes of {sum(self.sizes.values())} states: "
                               f"{how}")
         return packed, ShowdownSampler.from_tensors(equilibrium_tensors(self.warehouse.path, self.cfg))

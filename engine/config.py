@@ -14,7 +14,7 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 5
 MAX_UNITS = 200
@@ -30,6 +30,15 @@ MAX_SIMULATION_SEED = 10**12
 this would overflow the column after hours of simulation."""
 MODELS = ("harville", "weitzman", "roberts")
 """The ICM family of equity models, in report order (:func:`model_names` adds FGS-1 …)."""
+
+
+def paid_places(payouts: Sequence[float]) -> list[float]:
+    """The prizes ($) without the trailing places that pay nothing (the first place kept): games
+    that differ only in such places are the same game."""
+    paid = [float(x) for x in payouts]
+    while len(paid) > 1 and paid[-1] == 0.0:
+        paid.pop()
+    return paid
 
 
 def model_names(fgs_depth: int) -> list[str]:
@@ -153,10 +162,7 @@ class GameConfig:
         keys = ("players", "units", "payouts", "gamma")
         d = {k: v for k, v in self.to_dict().items() if k in keys}
         if not legacy:
-            paid = list(self.payouts)
-            while len(paid) > 1 and paid[-1] == 0:
-                paid.pop()
-            d["payouts"] = [int(x) if float(x).is_integer() else float(x) for x in paid]
+            d["payouts"] = [int(x) if x.is_integer() else x for x in paid_places(self.payouts)]
         triples = legacy or (self.uses_triples if with_triples is None else with_triples)
         d["tables"] = [self.rollout_id("pairs")] + ([self.rollout_id("triples")] if triples else [])
         return json.dumps(d, sort_keys=True)

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from numba import njit, prange
 
-from engine.config import MODELS, model_names  # noqa: F401  (model_names: defined with the config that counts them)
+from engine.config import MODELS
 MIN_PLAYERS = 2
 MAX_PLAYERS = {"harville": 20, "weitzman": 20, "roberts": 9}
 

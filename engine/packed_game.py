@@ -28,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
+from engine.config import paid_places
 from engine.cores import configured_threads
 from engine.hand import hand_tree
 from engine.states import enumerate_states, state_index
@@ -333,14 +334,6 @@ STALE_PACK_DAYS = 7
 read marks a pack used): two checkouts of different code sharing a cache keep theirs."""
 
 
-def _paid_places(payouts: Sequence[float]) -> list[float]:
-    """The prizes without trailing zeros (places that pay nothing pack the same game)."""
-    prizes = [float(x) for x in payouts]
-    while prizes and prizes[-1] == 0.0:
-        prizes.pop()
-    return prizes
-
-
 def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payouts: Sequence[float],
                       processes: int = 1) -> tuple[PackedGame, str]:
     """:func:`pack_game`, saved in ``folder`` and read back next time: (the game, what was done, in
@@ -354,8 +347,7 @@ def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payou
     replaced; a folder that cannot be read, made or written (a full disk, a read-only checkout)
     only costs the next run the packing.
     """
-    payouts = tuple(float(x) for x in payouts)
-    prizes = _paid_places(payouts)
+    prizes = paid_places(payouts)
     folder = Path(folder)
     game_tag = hashlib.sha1(json.dumps([int(units), int(players), prizes]).encode()).hexdigest()[:10]
     path = folder / f"{players}p{units}u-{game_tag}-{engine_digest()}.npz"
@@ -363,7 +355,7 @@ def load_or_pack_game(folder: str | os.PathLike, units: int, players: int, payou
         game = PackedGame.load(path)
     except Exception:  # missing, unreadable or damaged in any way numpy's reader can report: packed below
         game = None
-    if game is not None and (game.units, game.players, _paid_places(game.payouts)) == (units, players, prizes):
+    if game is not None and (game.units, game.players, paid_places(game.payouts)) == (units, players, prizes):
         _tidy(folder, used=path)
         return game, f"read from {path}"
     t0 = time.perf_counter()

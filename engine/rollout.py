@@ -361,15 +361,17 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
         np.save(f, arr)
 
 
-def _load_chunk(path: Path | None, rows: int) -> np.ndarray | None:
-    """A saved chunk (rows × 7: deals, p[6]) or None when absent or not of the expected shape."""
+def _load_chunk(path: Path | None, rows: int, mmap_mode: str | None = None) -> np.ndarray | None:
+    """A saved chunk (rows × 7: deals, p[6]) or None when absent or not of the expected shape;
+    ``mmap_mode="r"`` maps it instead of reading it (a cut-short file cannot be mapped to its
+    header's size, so it is refused all the same)."""
     if path is None or not path.exists():
         return None
     try:
-        saved = np.load(path)
+        saved = np.load(path, mmap_mode=mmap_mode)
     except (OSError, ValueError, EOFError):  # unreadable: computed again (a chunk is minutes of work)
         return None
-    return saved if saved.shape == (rows, 7) else None
+    return saved if isinstance(saved, np.ndarray) and saved.shape == (rows, 7) else None
 
 
 def _chunk_path(folder: Path, tag: str, start: int, stop: int) -> Path:
@@ -391,19 +393,7 @@ def triple_rows_saved(checkpoint_dir: str | os.PathLike, mode: str, samples: int
     file the build would not load (cut short, another shape: computed again) is not counted; its
     header and size are checked, its numbers are not read."""
     return sum(rows for rows, path in _triple_chunk_files(checkpoint_dir, mode, samples, seed)
-               if _chunk_loadable(path, rows))
-
-
-def _chunk_loadable(path: Path, rows: int) -> bool:
-    """Whether :func:`_load_chunk` would take the file: a numpy file of (rows, 7) whose bytes are all
-    there (mapped, not read: a cut-short file cannot be mapped to its header's size)."""
-    try:
-        mapped = np.load(path, mmap_mode="r")
-    except (OSError, ValueError, EOFError):
-        return False
-    ok = isinstance(mapped, np.ndarray) and mapped.shape == (rows, 7)
-    del mapped
-    return ok
+               if _load_chunk(path, rows, mmap_mode="r") is not None)
 
 
 def _saved_chunks(checkpoint_dir: str | os.PathLike, mode: str, samples: int | None,
@@ -423,9 +413,11 @@ def _triple_chunk_files(checkpoint_dir: str | os.PathLike, mode: str, samples: i
                         seed: int) -> list[tuple[int, Path]]:
     """(rows, file) of every chunk of a triple table built with these settings, present or not."""
     chunk, tag = _triple_chunking(mode, samples, seed)
-    return [(min(start + chunk, N_TRIPLE_ROWS) - start,
-             _chunk_path(Path(checkpoint_dir), tag, start, min(start + chunk, N_TRIPLE_ROWS)))
-            for start in range(0, N_TRIPLE_ROWS, chunk)]
+    files = []
+    for start in range(0, N_TRIPLE_ROWS, chunk):
+        stop = min(start + chunk, N_TRIPLE_ROWS)
+        files.append((stop - start, _chunk_path(Path(checkpoint_dir), tag, start, stop)))
+    return files
 
 
 def _triple_chunking(mode: str, samples: int | None, seed: int) -> tuple[int, str]:

@@ -21,7 +21,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     the simulation's speed goal (a million tournaments a second from the 45-unit 5-player start)
     measured on the real equilibrium rather than the bench's synthetic profile."""
     from engine.config import MAX_SIMULATION_SEED, position_names
-    from engine.equity_models import model_names
+    from engine.config import model_names
 
     cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)
@@ -47,7 +47,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     from assets.ex_post import read_strategies
     from assets.simulation import model_seed, swept_models
     from assets.solve import equilibrium_tensors
-    from assets.paths import cache_root
+    from assets.paths import packed_games_dir
     from engine.packed_game import default_processes, load_or_pack_game
     from engine.simulation import ShowdownSampler, compact_profile, pack_profile, simulate, simulate_against
     from engine.states import enumerate_states
@@ -82,7 +82,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         if not args.json:
             print(f"packing the hand trees of game '{cfg.name}' (or reading them from an earlier run) …",
                   file=sys.stderr)
-        game, how = load_or_pack_game(cache_root() / "packed", cfg.units, cfg.players, cfg.payouts,
+        game, how = load_or_pack_game(packed_games_dir(), cfg.units, cfg.players, cfg.payouts,
                                       processes=default_processes())
         if not args.json:
             print(f"the hand trees: {how}; reading the strategies …", file=sys.stderr)

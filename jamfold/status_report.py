@@ -23,8 +23,7 @@ from pathlib import Path
 from assets.paths import ex_post_unit, finishing_unit, hero_unit, match_parameters, match_unit, simulation_parameters
 from assets.resume import game_folder, kept_record, unused_old_folders, work_folders
 from engine.checkpoint import DamagedCheckpoint
-from engine.config import GameConfig
-from engine.equity_models import model_names
+from engine.config import GameConfig, model_names
 from engine.rollout import triple_chunks_saved
 from engine.solve_status import BlocksKept, LayerStatus, layer_status, nemesis_status, outcomes_status, sweep_status
 from engine.states import n_states

@@ -83,7 +83,7 @@ def test_bad_values_name_field_and_rule(overrides, field):
 def test_every_model_seed_stays_within_what_simulate_seed_accepts():
     from assets.simulation import model_seed
     from engine.config import MAX_SIMULATION_SEED
-    from engine.equity_models import model_names
+    from engine.config import model_names
 
     top = MAX_SIMULATION_SEED - 1000 * (3 + 10)  # thesis: the ICM family and FGS-1 … FGS-10
     cfg = profile("thesis", simulation_seed=top)

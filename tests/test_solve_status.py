@@ -243,7 +243,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     import engine.model_strategies as ms
     from assets.fgs import fgs_strategies
     from assets.model_analysis import model_strategies
-    from engine.equity_models import model_names
+    from engine.config import model_names
     from assets.resources import GameResource, WarehouseResource
     from assets.resume import game_key
     from assets.simulation import simulations
