@@ -242,8 +242,8 @@ def _three_way_chances(sig, ns, supp, m3p, m3q, order, Gbuf, off, gsig, G_ready,
             if not fresh:
                 return
     # the needed pairs, split into those updated by the change and those summed from scratch
-    n_inc = 0
-    n_new = 0
+    n_inc = np.int64(0)  # not a literal 0: numba would compile the helpers once more for Literal[int](0)
+    n_new = np.int64(0)
     q = 0
     for a in range(NC):
         for b in range(a, NC):
@@ -452,7 +452,9 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
             P_valid[h, c] = 0
         if M_ready[h] == 1:  # the kept sums under this U, for the weights x, y they were kept with
             _sums_from_kept(h, k, tj, tf, term_kind, U, MJ, MF, C)
-            XY[h] = MXY[h]
+            for c in range(NC):  # element by element: an array assignment compiles numba's shape-error
+                XY[h, 0, c] = MXY[h, 0, c]  # message (string formatting, about 5 s a cold process)
+                XY[h, 1, c] = MXY[h, 1, c]
     cols = np.empty(NC, np.int64)
     dys = np.empty(NC)
     nb_ = 0
@@ -467,7 +469,7 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
     split = False  # y as a top set of ``order`` and its deviations, found when a row first needs it
     by_prefix = False
     ky, nyd = 0, 0
-    ycls = np.empty(0, np.int64)
+    ycls = np.empty(0, np.uint64)
     ywts = np.empty(0)
     Qa = np.empty((0, 6))
     for a in range(NC):
@@ -508,7 +510,7 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
                 continue
             if not split and xo == 0.0:
                 split = True
-                ycls = np.empty(NC, np.int64)
+                ycls = np.empty(NC, np.uint64)
                 ywts = np.empty(NC)
                 ky, nyd = threshold_split(y, order, ycls, ywts)
                 ny = 0
@@ -518,7 +520,10 @@ def _factored_depth2_counterfactuals(h, k, off, foff, Tbuf, x, y, joint3, m3j, m
                 by_prefix = ky > 0 and nyd + 1 < ny
                 Qa = np.empty((NC, 6))
             if by_prefix and xo == 0.0:  # a row from zero: P[a] from the running sums, kept from now on
-                Qa[:, :] = m3jq[ky - 1, a]
+                first = m3jq[ky - 1, a]
+                for c in range(NC):
+                    for o in range(6):
+                        Qa[c, o] = first[c, o]
                 for i in range(nyd):
                     w = ywts[i]
                     block = m3j[a, ycls[i]]
@@ -608,7 +613,9 @@ def keep_depth2_sums(node_depth, node_fold, term_kind, node_off, R, XY, joint3, 
         if fresh:
             MJ[h] = 0.0
             MF[h] = 0.0
-        MXY[h] = XY[h]
+        for c in range(NC):  # (element by element, as in _factored_depth2_counterfactuals)
+            MXY[h, 0, c] = XY[h, 0, c]
+            MXY[h, 1, c] = XY[h, 1, c]
         mj = MJ[h].reshape(NC * 6)
         for a in range(NC):
             for b in range(NC):

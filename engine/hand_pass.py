@@ -278,7 +278,7 @@ def hand_pass(n, node_actor, node_depth, node_fold, node_jam, node_creator, root
     R[node_off[root]] = 1.0
     supp = np.empty(NC, np.uint64)
     cols = np.empty(NC, np.int64)
-    changed = np.empty(NC, np.int64)
+    changed = np.empty(NC, np.uint64)
     delta = np.empty(NC)
     need = np.empty(NC, np.bool_)
     for h in range(K):

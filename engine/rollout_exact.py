@@ -521,5 +521,7 @@ def brute_force_matchup(n, classes):
                 nd += 1
     hists = np.zeros((nd, N_CODES), np.int64)
     for d in prange(nd):
-        hists[d] = brute_force_deal(deals[d, :n].copy())
+        hist = brute_force_deal(deals[d, :n].copy())
+        for code in range(N_CODES):  # (an array assignment would compile numba's shape-error message)
+            hists[d, code] = hist[code]
     return hists.sum(axis=0), nd

@@ -361,7 +361,7 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                     cls[i] = c
                 o = draw_order(rs, nd, cls[0], cls[1], cls[2], win2, order3)
                 out = st_rec[g, 3] + tm_out[kt] + o
-                ntied = 0
+                ntied = np.int64(0)  # (a literal 0 would compile _break_ties twice)
                 for p in range(n):
                     code = np.int64(out_rec[out, 3 + p])
                     pid = seat_player[p]

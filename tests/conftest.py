@@ -56,11 +56,12 @@ def printed_queries(page_html: str) -> list[str]:
             if q.upper().startswith(("SELECT", "WITH"))]
 
 
-def sampled_solver_tensors():
-    """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights).
+@pytest.fixture(scope="session")
+def tiny_tensors():
+    """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights),
+    built once per test process.
 
     Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
-    (A plain function too, for tests that run their body in a fresh process.)
     """
     from engine.hand_pass import SolverTensors
     from engine.rollout import build_pair_table, build_triple_table
@@ -69,9 +70,3 @@ def sampled_solver_tensors():
     pairs = build_pair_table("sampled", samples=64, seed=5)
     triples = build_triple_table("sampled", samples=8, seed=5)
     return SolverTensors(showdown_tensors(pairs, triples))
-
-
-@pytest.fixture(scope="session")
-def tiny_tensors():
-    """See :func:`sampled_solver_tensors`: built once per test process."""
-    return sampled_solver_tensors()

@@ -181,7 +181,7 @@ def test_threshold_split_rebuilds_the_strategy_with_the_fewest_deviations(tensor
 
     order = tensors[0].class_order
     rng = np.random.default_rng(3)
-    classes, weights = np.empty(NC, np.int64), np.empty(NC)
+    classes, weights = np.empty(NC, np.uint64), np.empty(NC)  # the pass's types (one compiled signature)
     for row in list(threshold_profile(rng, 40, order)) + [np.zeros(NC), np.ones(NC), rng.random(NC)]:
         k, nd = threshold_split(row, order, classes, weights)
         rebuilt = np.zeros(NC)
@@ -207,7 +207,7 @@ def test_jam_chances_of_threshold_ranges_match_path_enumeration(tensors, stacks)
     order = tensors[0].class_order
     rng = np.random.default_rng(sum(stacks))
     U = random_utilities(rng, tree, ev.paths)
-    classes, weights = np.empty(NC, np.int64), np.empty(NC)
+    classes, weights = np.empty(NC, np.uint64), np.empty(NC)  # the pass's types (one compiled signature)
     for i in range(3):
         sigma = threshold_profile(rng, ev.K, order)
         for h in np.flatnonzero(hand.node_depth == 2):  # the running sums are what the pass reads
