@@ -378,7 +378,7 @@ def _rendered_dom(url: str, *flags: str) -> str:
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    dom = _rendered_dom((tiny_build["site"] / page).as_uri())
+    dom = _probed_page(tiny_build["site"], page)["dom"]
     divs = re.findall(r'<div class="vchart[^"]*" id="(chart-[a-z0-9-]+)"([^>]*)>', dom)
     assert len(divs) == charts, dom[:2000]
     for chart_id, attrs in divs:
@@ -404,13 +404,14 @@ _PAGE_PROBE = """<script>setTimeout(function () {
   document.body.setAttribute("data-probed", "yes");
 }, 4000);</script></body>"""
 
-_PROBED: dict[tuple[str, str], tuple[list[list[str]], list[list[str]]]] = {}
+_PROBED: dict[tuple[str, str], dict] = {}
 
 
-def _page_layout(site, page: str) -> tuple[list[list[str]], list[list[str]]]:
-    """The page's charts (id, spec width, drawn width, box width, scroll width, menu width) and
-    tables (box width, scroll width, first header) as headless Chromium lays them out on a
-    1400-px window; measured once per page."""
+def _probed_page(site, page: str) -> dict:
+    """The page as headless Chromium renders it on a 1400-px window, loaded once per page for
+    the browser tests (a Chromium start costs seconds): its DOM after the scripts ran (``dom``),
+    its charts (id, spec width, drawn width, box width, scroll width, menu width) and its tables
+    (box width, scroll width, first header), measured by a script added at the page's end."""
     key = (str(site), page)
     if key not in _PROBED:
         probe = site / f"probe-{page}"
@@ -424,7 +425,7 @@ def _page_layout(site, page: str) -> tuple[list[list[str]], list[list[str]]]:
         def rows(attribute: str, fields: int) -> list[list[str]]:
             value = re.search(rf'{attribute}="([^"]*)"', dom).group(1)
             return [row.split(",", fields - 1) for row in value.split(";")] if value else []
-        _PROBED[key] = rows("data-charts", 6), rows("data-tables", 3)
+        _PROBED[key] = {"dom": dom, "charts": rows("data-charts", 6), "tables": rows("data-tables", 3)}
     return _PROBED[key]
 
 
@@ -440,7 +441,7 @@ def test_charts_are_drawn_at_their_own_size(tiny_build, page):
     the size of their spec (scrolling sideways when wider than the column) and the menu its button."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    charts, _ = _page_layout(tiny_build["site"], page)
+    charts = _probed_page(tiny_build["site"], page)["charts"]
     assert charts or page == "index.html"
     for row in charts:
         chart_id, width, drawn, client, scroll, menu = row
@@ -459,7 +460,7 @@ def test_tables_fit_the_text_column(tiny_build, page):
     wrap after underscores, every table fits the column."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
-    _, tables = _page_layout(tiny_build["site"], page)
+    tables = _probed_page(tiny_build["site"], page)["tables"]
     for client, scroll, _ in tables:
         assert int(scroll) <= int(client), tables
     if page == "models.html":
