@@ -57,16 +57,28 @@ def printed_queries(page_html: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def tiny_tensors():
-    """Solver tensors from quickly sampled showdown tables (8 boards per matchup, exact deal weights),
-    built once per test process.
+def tiny_tables():
+    """Quickly sampled pair and triple tables (64 and 8 boards per matchup, exact deal weights),
+    made once per test process and shared by the solver's tests.
 
     Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
     """
-    from engine.hand_pass import SolverTensors
     from engine.rollout import build_pair_table, build_triple_table
+
+    return build_pair_table("sampled", samples=64, seed=5), build_triple_table("sampled", samples=8, seed=5)
+
+
+@pytest.fixture(scope="session")
+def tiny_showdown(tiny_tables):
+    """The showdown tensors of :func:`tiny_tables`, made once per test process."""
     from engine.showdown import showdown_tensors
 
-    pairs = build_pair_table("sampled", samples=64, seed=5)
-    triples = build_triple_table("sampled", samples=8, seed=5)
-    return SolverTensors(showdown_tensors(pairs, triples))
+    return showdown_tensors(*tiny_tables)
+
+
+@pytest.fixture(scope="session")
+def tiny_tensors(tiny_showdown):
+    """The solver's tensors of :func:`tiny_showdown`, made once per test process."""
+    from engine.hand_pass import SolverTensors
+
+    return SolverTensors(tiny_showdown)

@@ -17,18 +17,14 @@ from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
 from engine.best_response import best_reply, ex_post, reply_key
 from engine.game_tree import compile_hand
 from engine.hand import hand_tree
-from engine.hand_pass import SolverTensors
-from engine.rollout import build_pair_table, build_triple_table
-from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
 
 UNITS, PLAYERS, PAYOUTS = 5, 3, (70.0, 30.0)
 
 
 @pytest.fixture(scope="module")
-def game():
-    sd = showdown_tensors(build_pair_table("sampled", samples=4, seed=2), build_triple_table("sampled", samples=2, seed=2))
-    tensors, model = SolverTensors(sd), CardModel(sd)
+def game(tiny_showdown, tiny_tensors):
+    tensors, model = tiny_tensors, CardModel(tiny_showdown)
     rng = np.random.default_rng(7)
     layers = {}
     for n in range(2, PLAYERS + 1):

@@ -12,10 +12,7 @@ import pytest
 
 from brute_hand import CardModel, PathEvaluator, utilities_from_outcomes
 from engine.hand import hand_tree
-from engine.hand_pass import SolverTensors
 from engine.model_strategies import fgs_sweeps, model_values, profile_values, solve_sweep
-from engine.rollout import build_pair_table, build_triple_table
-from engine.showdown import showdown_tensors
 from engine.states import state_index
 from engine.layers import compile_layer
 
@@ -23,12 +20,11 @@ UNITS, PLAYERS, PAY, GAMMA = 7, 3, (50.0, 30.0, 20.0), 1e-3
 
 
 @pytest.fixture(scope="module")
-def game():
-    sd = showdown_tensors(build_pair_table("sampled", samples=2, seed=7), build_triple_table("sampled", samples=2, seed=7))
+def game(tiny_showdown, tiny_tensors):
     stacks, layers = {}, {}
     for n in range(2, PLAYERS + 1):
         stacks[n], layers[n] = compile_layer(UNITS, n, PAY)
-    return SolverTensors(sd), CardModel(sd), stacks, layers
+    return tiny_tensors, CardModel(tiny_showdown), stacks, layers
 
 
 def reference(stacks_row, values, model):
