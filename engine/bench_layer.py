@@ -43,13 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors, Workspace
 from engine.perf_map import write_perf_map
-from engine.rollout import build_pair_table, build_triple_table
-from engine.showdown import showdown_tensors
 from engine.states import enumerate_states, state_index
 from engine.layers import model_layer_values
 from engine.state_resolve import restart_regrets
@@ -139,8 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     payouts = (50.0, 30.0, 20.0)
     threads = int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
     t0 = time.perf_counter()
-    tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
-                                             build_triple_table("sampled", samples=4, seed=1)))
+    tensors = bench_solver_tensors()
     print(f"tensors (sampled tables): {time.perf_counter() - t0:.1f} s; {threads} threads")
     layers = {m: enumerate_states(args.units, m) for m in range(2, args.players + 1)}
     harville = {m: model_layer_values("harville", st, payouts) for m, st in layers.items()}

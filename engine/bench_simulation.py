@@ -39,10 +39,9 @@ import time
 import numba
 import numpy as np
 
+from engine.bench_tables import bench_showdown
 from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
 from engine.perf_map import dump_code, write_perf_map
-from engine.rollout import build_pair_table, build_triple_table
-from engine.showdown import showdown_tensors
 from engine.packed_game import PackedGame, default_processes, pack_game
 from engine.simulation import NC, ShowdownSampler, compact_profile, simulate
 
@@ -109,8 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"numba threads {threads}, cpus {os.cpu_count()}")
 
     t0 = time.perf_counter()
-    sd = showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
-                          build_triple_table("sampled", samples=4, seed=1))
+    sd = bench_showdown()
     sampler = ShowdownSampler.from_tensors(sd)
     print(f"tensors (sampled tables) and sampler: {time.perf_counter() - t0:.1f} s")
 

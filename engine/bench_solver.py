@@ -35,12 +35,11 @@ import time
 from pathlib import Path
 
 from engine import tournament
+from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors
-from engine.rollout import build_pair_table, build_triple_table
-from engine.showdown import showdown_tensors
 from engine.solve_progress import layer_log_line, nemesis_log_line
 from engine.states import enumerate_states, state_index
 from engine.layers import compile_game, icm_values
@@ -78,8 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         tournament.DEPTH2_SUM_BUDGET = 0
     payouts = (50.0, 30.0, 20.0)
     t0 = time.perf_counter()
-    tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=16, seed=1),
-                                             build_triple_table("sampled", samples=4, seed=1)))
+    tensors = bench_solver_tensors()
     print(f"tensors (sampled tables): {time.perf_counter() - t0:.1f} s; numba threads "
           f"{os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())}")
     values = {m: icm_values(enumerate_states(args.units, m), payouts) for m in range(2, 6)}
