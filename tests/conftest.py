@@ -82,3 +82,13 @@ def tiny_tensors(tiny_showdown):
     from engine.hand_pass import SolverTensors
 
     return SolverTensors(tiny_showdown)
+
+
+@pytest.fixture
+def bench_tensors_released():
+    """For a test that runs benchmarks in the test process: their cached sampled tensors (about
+    0.7 GB, engine.bench_tables) are dropped after it instead of held until the worker ends."""
+    yield
+    from engine import bench_tables
+
+    bench_tables.release()

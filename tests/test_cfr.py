@@ -431,7 +431,7 @@ def test_a_moved_threshold_is_summed_from_the_running_sums(tensors):
             sigma[h, order[k]] = 0.4
         if before is not None:  # more classes moved than the running sums' 1 + deviations
             changed = int((sigma[depth2[0]] != before).sum())
-            _, deviations = threshold_split(sigma[depth2[0]].copy(), order, np.empty(NC, np.int64), np.empty(NC))
+            _, deviations = threshold_split(sigma[depth2[0]].copy(), order, np.empty(NC, np.uint64), np.empty(NC))
             assert deviations + 1 < changed
         before = sigma[depth2[0]].copy()
         _, gains = solver.exploitability(U, sigma, ws=ws)

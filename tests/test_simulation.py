@@ -86,8 +86,8 @@ def test_packed_game_matches_compiled_hands(game):
                     np.testing.assert_allclose(prize, hand.term_prize[t, o], atol=1e-12)
 
 
-def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_or_damaged_cache(game, tmp_path,
-                                                                                                 capsys):
+def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_or_damaged_cache(
+        game, tmp_path, capsys, bench_tensors_released):
     """`./lab bench simulation --cache` keeps the packed game (minutes to pack at 45 units): saved
     complete or not at all (no temporary left), loaded back equal, and a cache of another game or
     a damaged one is refused naming the flag instead of timing the wrong game or a traceback."""

@@ -508,7 +508,7 @@ def test_solver_benchmarks_reject_bad_arguments(benchmark, argv, message, capsys
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_layer_benchmark_projects_a_small_layer(capsys):
+def test_layer_benchmark_projects_a_small_layer(capsys, bench_tensors_released):
     from engine.bench_layer import main
 
     main(["--units", "8", "--players", "3", "--samples", "2", "--gamma", "1e-2"])
@@ -536,7 +536,8 @@ def test_solver_benchmark_rejects_a_checkpoint_that_is_a_file(tmp_path, capsys):
     assert exc.value.code == 2 and f"--checkpoint must be a folder: {path} is a file" in capsys.readouterr().err
 
 
-def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, capsys, monkeypatch):
+def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, capsys, monkeypatch,
+                                                                   bench_tensors_released):
     """With --checkpoint and --verbose the benchmark prints every outer iteration and its counts; run
     again on the same folder, it reads the finished layers back instead of solving them; --no-kept-sums
     sets the layer solve's budget for kept depth-2 sums to 0; --layer-sweeps times the model sweeps over
