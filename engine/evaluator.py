@@ -425,4 +425,8 @@ def category_counts_all():
                             for g in range(f + 1, 52):
                                 v = value_from_keys(k5 + CARD_KEY[g], m5 | CARD_BIT[g])
                                 partial[w, hand_category(v)] += 1
-    return partial.sum(axis=0)
+    counts = np.zeros(9, np.int64)  # summed by hand: sum(axis=0) compiles numba's axis-error message (about 5 s)
+    for w in range(n_workers):
+        for k in range(9):
+            counts[k] += partial[w, k]
+    return counts

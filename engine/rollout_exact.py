@@ -512,8 +512,13 @@ def brute_force_matchup(n, classes):
         for y in range(COMBO_OFFSETS[classes[1]], COMBO_OFFSETS[classes[1] + 1]):
             for z in range(c2lo, c2hi):
                 cards = np.array([COMBOS[x, 0], COMBOS[x, 1], COMBOS[y, 0], COMBOS[y, 1], COMBOS[z, 0], COMBOS[z, 1]])
-                k = 2 * n
-                if np.unique(cards[:k]).shape[0] < k:
+                used = np.uint64(0)  # the hands' cards as a bit set: a card held twice is no deal
+                held_twice = False
+                for i in range(2 * n):
+                    bit = np.uint64(1) << np.uint64(cards[i])
+                    held_twice = held_twice or (used & bit) != 0
+                    used |= bit
+                if held_twice:
                     continue
                 for i in range(n):
                     deals[nd, i, 0] = cards[2 * i]
@@ -524,4 +529,8 @@ def brute_force_matchup(n, classes):
         hist = brute_force_deal(deals[d, :n].copy())
         for code in range(N_CODES):  # (an array assignment would compile numba's shape-error message)
             hists[d, code] = hist[code]
-    return hists.sum(axis=0), nd
+    total = np.zeros(N_CODES, np.int64)  # (summed by hand: sum(axis=0) compiles numba's axis-error message)
+    for d in range(nd):
+        for code in range(N_CODES):
+            total[code] += hists[d, code]
+    return total, nd
