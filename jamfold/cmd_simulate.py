@@ -20,8 +20,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     simulation costs too (tournaments a second, hands a tournament, decisions and showdowns a hand):
     the simulation's speed goal (a million tournaments a second from the 45-unit 5-player start)
     measured on the real equilibrium rather than the bench's synthetic profile."""
-    from engine.config import MAX_SIMULATION_SEED, position_names
-    from engine.config import model_names
+    from engine.config import MAX_SIMULATION_SEED, model_names, position_names
 
     cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)

@@ -56,6 +56,14 @@ def printed_queries(page_html: str) -> list[str]:
             if q.upper().startswith(("SELECT", "WITH"))]
 
 
+def tiny_pair_table():
+    """The pair table of :func:`tiny_tables` (64 boards per matchup, seed 5); a plain function too,
+    for a test that runs its body in a fresh process."""
+    from engine.rollout import build_pair_table
+
+    return build_pair_table("sampled", samples=64, seed=5)
+
+
 @pytest.fixture(scope="session")
 def tiny_tables():
     """Quickly sampled pair and triple tables (64 and 8 boards per matchup, exact deal weights),
@@ -63,9 +71,9 @@ def tiny_tables():
 
     Any consistent tables exercise the solver's algebra; the exact tables are tested in test_rollout.
     """
-    from engine.rollout import build_pair_table, build_triple_table
+    from engine.rollout import build_triple_table
 
-    return build_pair_table("sampled", samples=64, seed=5), build_triple_table("sampled", samples=8, seed=5)
+    return tiny_pair_table(), build_triple_table("sampled", samples=8, seed=5)
 
 
 @pytest.fixture(scope="session")

@@ -19,9 +19,9 @@ UNITS, PAYOUTS, GAMMA = 8, (100.0,), 1e-3
 
 
 @pytest.fixture(scope="module")
-def heads_up_tensors():
+def heads_up_tensors(tiny_tables):
     """Tensors from the pair table of ``tiny_tensors`` (conftest: 64 boards, seed 5) and no triple table."""
-    return SolverTensors(showdown_tensors(build_pair_table("sampled", samples=64, seed=5), None))
+    return SolverTensors(showdown_tensors(tiny_tables[0], None))
 
 
 def test_heads_up_tensors_have_no_three_way_part(heads_up_tensors, tiny_tensors):

@@ -1387,15 +1387,15 @@ def test_heavy_loops_start_by_handing_back_freed_memory():
 
 
 def _heavy_loops_start_by_handing_back_freed_memory() -> None:
+    from conftest import tiny_pair_table
     from engine.hand_pass import SolverTensors
     from engine.layers import compile_layer
-    from engine.rollout import build_pair_table
     from engine.showdown import showdown_tensors
     from engine.solver_pool import SolverPool
 
     # heads-up tensors (no triple table): the layer below is the 2-player one, and this process
     # makes its own tensors (0.4 s against 4.4 s with a sampled triple table)
-    heads_up_tensors = SolverTensors(showdown_tensors(build_pair_table("sampled", samples=64, seed=5), None))
+    heads_up_tensors = SolverTensors(showdown_tensors(tiny_pair_table(), None))
 
     def leave_freed_records() -> list:
         records = [np.ones((20, 169)) for _ in range(8000)]  # about 206 MiB
