@@ -66,6 +66,10 @@ def rollout_key(boards: int | None, seed: int) -> str:
     return "exact" if boards is None else f"sampled-{boards}-seed{seed}"
 
 
+SHOWN_VALUE_CHARACTERS = 100
+"""A rejected value longer than this (as Python writes it) is shown cut short in the message."""
+
+
 class ConfigError(ValueError):
     """A config or argument value that breaks a rule; ``field`` names it, ``rule`` says why."""
 
@@ -73,7 +77,10 @@ class ConfigError(ValueError):
         self.field = field_name
         self.rule = rule
         self.value = value
-        shown = "" if value is None else f" (got {value!r})"
+        said = repr(value)
+        if len(said) > SHOWN_VALUE_CHARACTERS:  # (a 400-digit TOML integer: its start says enough)
+            said = f"{said[:SHOWN_VALUE_CHARACTERS - 20]}… ({len(said):,} characters)"
+        shown = "" if value is None else f" (got {said})"
         super().__init__(f"{field_name}: {rule}{shown}")
 
 
@@ -179,7 +186,16 @@ class GameConfig:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and _finite(x)
+
+
+def _finite(x: int | float) -> bool:
+    """A finite float, or an int a float can hold (TOML integers have no size limit, and
+    ``math.isfinite`` raises OverflowError on one past 1.8e308)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _is_int(x: Any) -> bool:
@@ -198,7 +214,7 @@ def _validate(cfg: GameConfig) -> None:
     if not isinstance(p, tuple) or len(p) == 0 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                           for x in p):
         raise ConfigError("payouts", "must be a non-empty list of numbers", p)
-    if not all(math.isfinite(x) for x in p) or not math.isfinite(sum(p)):
+    if not all(_finite(x) for x in p) or not _finite(sum(p)):
         raise ConfigError("payouts", "must be finite numbers, with a finite sum ($)", list(p))
     if any(x < 0 for x in p):
         raise ConfigError("payouts", "must not be negative", list(p))
@@ -215,7 +231,7 @@ def _validate(cfg: GameConfig) -> None:
         raise ConfigError("payouts", f"must sum to a prize pool from {lo:g} to {hi:g} $ (where float64 sums of "
                           "values neither overflow nor underflow)", list(p))
     if not _is_number(cfg.gamma) or cfg.gamma <= 0:
-        raise ConfigError("gamma", "must be a number > 0 ($ of exploitability per hand)", cfg.gamma)
+        raise ConfigError("gamma", "must be a finite number > 0 ($ of exploitability per hand)", cfg.gamma)
     if cfg.gamma < MIN_GAMMA_SHARE * sum(p):
         raise ConfigError("gamma", f"must be at least {MIN_GAMMA_SHARE:g} × the prize pool ({MIN_GAMMA_SHARE * sum(p):g} $): "
                           "below it, float64 rounding of the values is as large as the target and no solve could "
@@ -302,7 +318,7 @@ def make_config(**values: Any) -> GameConfig:
         players, units = v.get("players", GameConfig.players), v.get("units", GameConfig.units)
         if not (_is_int(players) and _is_int(units) and 1 <= players <= units):
             # let the field checks report the real problem
-            v["start"] = (1,) * (players if _is_int(players) and players > 0 else 1)
+            v["start"] = (1,) * (players if _is_int(players) and 0 < players <= MAX_PLAYERS else 1)
         else:
             v["start"] = equal_start(players, units)
     else:
@@ -347,7 +363,7 @@ def load_config(path: str | Path) -> GameConfig:
     if not p.is_file():
         raise ConfigError("config", "file not found", str(p))
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # (a byte-order mark, as some editors write: dropped)
     except OSError as exc:
         raise ConfigError("config", f"cannot be read ({exc.strerror or exc})", str(p)) from None
     except UnicodeDecodeError:

@@ -102,7 +102,7 @@ def test_equity_human_output(capsys):
     (["site", "--profile", "gs08", "--warehouse", " "], "warehouse: is empty"),
     (["build", "--profile", "quick", "--payouts", "10", "20"], "payouts: must be non-increasing"),
     (["build", "--profile", "quick", "--start", "1", "2"], "start: must list one stack per player"),
-    (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--gamma", "0"], "gamma: must be a finite number > 0"),
     (["build", "--profile", "quick", "--fgs-depth", "-1"], "fgs_depth: must be a whole number from 0 to 20"),
     (["build", "--profile", "quick", "--simulation-tournaments", "5"], "simulation_tournaments: must be a whole number"),
     (["build", "--profile", "quick", "--direct-match-tournaments", "5"], "direct_match_tournaments: must be 0"),
@@ -113,8 +113,8 @@ def test_equity_human_output(capsys):
     # negative numbers in exponent or infinity form are values, so their rule is named (argparse alone
     # would take them for options and say "expected one argument")
     (["equity", "--model", "harville", "--stacks", "10", "-1e3", "--payouts", "1"], "--stacks: every value must be"),
-    (["build", "--profile", "quick", "--gamma", "-1e-3"], "gamma: must be a number > 0"),
-    (["build", "--profile", "quick", "--gamma", "-inf"], "gamma: must be a number > 0"),
+    (["build", "--profile", "quick", "--gamma", "-1e-3"], "gamma: must be a finite number > 0"),
+    (["build", "--profile", "quick", "--gamma", "-inf"], "gamma: must be a finite number > 0"),
     (["build", "--profile", "quick", "--payouts", "50", "-1e1"], "payouts: must not be negative"),
     (["state", "--profile", "quick", "--stacks", "2", "2", "2", "6", "-2e0"], "--stacks: '-2e0' is not a whole number"),
     (["build", "--profile", "quick", "--payouts", "nan"], "payouts: must be finite numbers"),

@@ -196,6 +196,33 @@ def test_load_config_rejects_what_is_not_a_utf8_toml_file(tmp_path):
             load_config(listed)
 
 
+def test_integers_past_what_a_float_holds_are_refused_by_name(tmp_path):
+    """TOML integers have no size limit: a 400-digit one in a number field, or a players count of
+    10^20, is refused naming the field (it raised OverflowError, or built a start of 10^15 ones
+    before the players rule ran), and the message shows the value cut short."""
+    huge = 10 ** 400
+    path = tmp_path / "huge.toml"
+    fine = "payouts = [50, 30, 20]\n"
+    for lines, field in ((f"payouts = [{huge}]\n", "payouts"), (f"{fine}gamma = {huge}\n", "gamma"),
+                         (f"{fine}examples = [[1, {huge}]]\n", "examples[0]"),
+                         (f"{fine}fgs_depth = {huge}\n", "fgs_depth")):
+        path.write_text(f"players = 3\nunits = 10\n{lines}")
+        with pytest.raises(ConfigError) as caught:
+            load_config(path)
+        assert caught.value.field == field, lines
+        assert len(str(caught.value)) < 400 and "… (40" in str(caught.value), str(caught.value)
+    for players in (10 ** 20, 10 ** 15):
+        with pytest.raises(ConfigError, match="players: must be a whole number from 2 to 5"):
+            make_config(players=players, units=10, payouts=[50])
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes("\ufeffplayers = 3\nunits = 12\npayouts = [50, 30, 20]\n".encode("utf-8"))
+    cfg = load_config(path)
+    assert (cfg.name, cfg.players, cfg.units, cfg.start) == ("bom", 3, 12, (4, 4, 4))
+
+
 def test_a_name_taken_from_the_file_name_says_so(tmp_path):
     path = tmp_path / "Game(1).toml"
     path.write_text("players = 2\nunits = 10\npayouts = [1]\n")
