@@ -40,7 +40,7 @@ def cmd_sql(args: argparse.Namespace) -> None:
             if args.csv:
                 _print_csv(con, statements[0])
             else:
-                rows = con.sql(query)
+                rows = con.sql(_without_terminator(statements[0].query))
                 if rows is not None:  # (None: a statement without rows)
                     rows.show()
         except duckdb.Error as exc:  # (a typo, a table the warehouse lacks, a write: one line, no traceback)
@@ -62,13 +62,28 @@ def _print_csv(con, statement) -> None:
     rows = con.sql(statement.query)
     if rows is None:
         return
-    out.writerow(rows.columns)
-    if statement.type == duckdb.StatementType.SELECT:
-        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM ({statement.query})")
+    if statement.type == duckdb.StatementType.SELECT:  # (run before the header, so an error prints no line)
+        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM (\n{_without_terminator(statement.query)}\n)")
+        out.writerow(rows.columns)
         while batch := result.fetchmany(10_000):
             out.writerows(batch)
     else:  # (PRAGMA, CALL, EXPLAIN: small, and not a subquery)
+        out.writerow(rows.columns)
         out.writerows(rows.project("COLUMNS(*)::VARCHAR").fetchall())
+
+
+def _without_terminator(query: str) -> str:
+    """``query`` without the semicolons and comments it ends with (DuckDB keeps them in a statement's
+    text, and a subquery may not hold a semicolon)."""
+    import duckdb
+
+    end = len(query)
+    for position, kind in reversed(duckdb.tokenize(query)):
+        if kind == duckdb.token_type.comment or (kind == duckdb.token_type.operator and query[position] == ";"):
+            end = position
+        else:
+            break
+    return query[:end]
 
 
 # ---------------------------------------------------------------- progress

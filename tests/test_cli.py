@@ -1313,6 +1313,11 @@ def test_sql_prints_a_query_on_the_warehouse_as_a_table_or_csv(capsys, tiny_buil
     assert table[0] == ["state_id", "stacks", "exploitability"] and len(table) == len(expect) + 1 > 10
     assert [row[:2] for row in table[1:]] == [[str(s), str(stacks)] for s, stacks, _ in expect]
     assert [float(row[2]) for row in table[1:]] == [e for _, _, e in expect]  # (to the bit)
+    table_out = run(capsys, "sql", query, "--warehouse", warehouse)[1]
+    for ending in (";", " ; -- the states", " /* the states */;;\n"):  # (they broke the CSV's subquery, and
+        for flags, printed in ((["--csv"], out), ([], table_out)):  # "; -- …" the table too)
+            code, again, err = run(capsys, "sql", query + ending, *flags, "--warehouse", warehouse)
+            assert code == 0 and again == printed, (ending, flags, err)
     code, out, _ = run(capsys, "sql", "SELECT NULL AS nothing, [1.5, 2.0] AS xs, 'a,b' AS s, [0.1::DOUBLE + 0.2, NULL] "
                        "AS d, {'a': [1, 2]} AS st, true AS b", "--csv", "--warehouse", warehouse)
     assert code == 0 and out == ('nothing,xs,s,d,st,b\n,"[1.5, 2.0]","a,b","[0.30000000000000004, NULL]",'

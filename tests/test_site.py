@@ -338,21 +338,29 @@ def test_showdown_page_prints_its_heatmaps_query_and_its_matchups_to_four_decima
     assert len(cells) >= 2 * 8 and all(len(c) == 6 for c in cells), cells
 
 
-def test_every_query_printed_on_the_site_runs_on_the_warehouse(tiny_build):
+def test_every_query_printed_on_the_site_runs_on_the_warehouse(tiny_build, capsys):
     """Each page ends with the SQL behind its tables and charts; every printed query runs as printed
-    on the game's warehouse and returns rows."""
+    on the game's warehouse and returns rows, in DuckDB and through `jamfold sql --csv`, which the
+    pages tell readers to use (a query ending in "; -- a note" failed there)."""
     import duckdb
     from conftest import printed_queries
 
-    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
-    empty = []
-    for page in PAGES:
-        queries = printed_queries((tiny_build["site"] / page).read_text())
-        assert queries, page
-        for q in queries:
-            if not con.execute(q).fetchall():
-                empty.append((page, q[:80]))
-    assert not empty
+    from jamfold.cli import main
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:  # (closed before the CLI's own
+        printed = [(page, q, len(con.execute(q).fetchall()))                      # connection locks its settings)
+                   for page in PAGES for q in printed_queries((tiny_build["site"] / page).read_text())]
+    assert {page for page, _, _ in printed} == set(PAGES)
+    assert not [(page, q[:80]) for page, q, rows in printed if not rows]
+    failed = []
+    for page, q, rows in printed:
+        try:
+            main(["sql", q, "--csv", "--warehouse", str(tiny_build["warehouse"])])
+        except SystemExit as exc:
+            failed.append((page, q[:80], exc.code))
+        if len(capsys.readouterr().out.splitlines()) < rows + 1:  # (a header line, then at least a line a row)
+            failed.append((page, q[:80], "rows"))
+    assert not failed
 
 def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
