@@ -55,12 +55,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     if args.seed is None:
         args.seed = model_seed(cfg, args.model or "equilibrium")
     path = db.warehouse_path(args.warehouse)
-    sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
     with db.session(path, read_only=True) as con:
         require_game(con, args, cfg, path)
         solved = {k for (k,) in con.execute("SELECT DISTINCT players FROM equilibrium_values WHERE game = ?",
                                              [cfg.name]).fetchall()}
-        missing = [k for k in sizes if k not in solved]
+        missing = [k for k in range(2, cfg.players + 1) if k not in solved]
         if missing:
             raise UsageError(f"{game_flag(args).split()[0]}: the simulation needs every layer's equilibrium; game "
                              f"'{cfg.name}' has no {missing[0]}-player layer solved yet "
@@ -74,6 +73,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
             h: (t, seed) for h, t, seed in con.execute(
                 "SELECT hero_position, tournaments, seed FROM simulation WHERE game = ? AND model = ?",
                 [cfg.name, args.model]).fetchall()}
+        # (states counted only now: a game the warehouse lacks is refused first, not after 63 million states)
+        sizes = {k: len(enumerate_states(cfg.units, k)) for k in range(2, cfg.players + 1)}
         values = [v for (v,) in con.execute(
             """SELECT v.value FROM equilibrium_values v JOIN states s USING (game, players, state_id)
                WHERE v.game = ? AND s.players = ? AND s.stacks = ? ORDER BY v.position""",

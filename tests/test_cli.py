@@ -544,6 +544,19 @@ def test_simulate_names_what_the_warehouse_lacks(capsys, tiny_build, tmp_path):
     assert code == 2 and "has no 3-player layer solved yet (materialize solve_3p)" in err and "Traceback" not in err
 
 
+def test_simulate_checks_the_warehouse_before_counting_the_games_states(capsys, tmp_path, monkeypatch):
+    """A big game's states (63 million for 200 units, 8 s and 1.5 GB) are counted only once the
+    warehouse holds the game: a missing warehouse is named first."""
+    import engine.states
+
+    def no_enumeration(*_):
+        raise AssertionError("states enumerated before the warehouse was checked")
+
+    monkeypatch.setattr(engine.states, "enumerate_states", no_enumeration)
+    code, _, err = run(capsys, "simulate", "--units", "200", "--warehouse", str(tmp_path / "none.duckdb"))
+    assert code == 2 and f"warehouse: no file at {tmp_path / 'none.duckdb'}" in err
+
+
 def _record(level, message, kind=None, step="solve_3p", data=None):
     import logging
 
