@@ -998,6 +998,27 @@ def test_lab_bench_help_lists_every_benchmark():
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
 
 
+def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):
+    """`./lab` works in its own folder, but a relative --config, --warehouse or JAMFOLD_WAREHOUSE is the
+    caller's: from another folder they were looked up in the checkout ('file not found', or a new
+    warehouse written there)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    lab = Path(__file__).resolve().parent.parent / "lab"
+    (tmp_path / "seven.toml").write_text("players = 7\nunits = 20\npayouts = [50, 30, 20]\n")
+    env = {k: v for k, v in os.environ.items() if k != "JAMFOLD_WAREHOUSE"}
+    bad = subprocess.run([str(lab), "jamfold", "state", "--config", "seven.toml", "--stacks", "4", "4", "4"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "players: must be a whole number from 2 to 5" in bad.stderr, bad.stderr
+    for how in (["--warehouse", "mine.duckdb"], []):
+        missing = subprocess.run([str(lab), "jamfold", "sql", "SELECT 1", *how], cwd=tmp_path, capture_output=True,
+                                 text=True, env={**env, "JAMFOLD_WAREHOUSE": "mine.duckdb"})
+        assert missing.returncode == 2 and f"no file at {tmp_path / 'mine.duckdb'}" in missing.stderr, missing.stderr
+    assert not (lab.parent / "mine.duckdb").exists()
+
+
 def test_lab_byte_compiles_its_environment_where_python_writes_no_bytecode():
     """Where PYTHONDONTWRITEBYTECODE is set, `./lab` compiles .venv once per lock file: otherwise
     every process (a worker, a `jamfold state`, a build) compiled dagster & co. from their sources
