@@ -98,6 +98,26 @@ def test_equilibrium_page_says_which_finishing_probabilities_are_still_to_come(t
         rows = [line for line in win.splitlines() if line.startswith("| ") and line[2].isdigit()]
         assert len(rows) == 6 - 2 + 1  # the stacks of a 2-player state of 6 units: 1 … 5
 
+def test_equilibrium_page_tabulates_winning_chances_for_every_player_count(tiny_build):
+    """SPEC §7.4 asks for the winning probability and its relative difference from x/units per
+    player count: a table per layer (the page showed the largest layer's alone)."""
+    import duckdb
+
+    from sitegen.pages_equilibrium import equilibrium_page
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        page = equilibrium_page(con, "tiny")
+    win = page.split("## Winning probability")[1].split("## Average")[0]
+    assert win.index("**2 players**") < win.index("**3 players**")
+    rows = [[float(x) for x in line.strip("| ").split(" | ")] for line in win.splitlines()
+            if line.startswith("| ") and line[2].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 3, 4, 5] + [1, 2, 3, 4]  # the stacks of each layer of 6 units
+    for stack, p_win, proportional, relative in rows:  # (the shown p_win and proportional are rounded by 5e-5)
+        slack = 0.005 + 100 * 5e-5 * (proportional + p_win) / proportional ** 2
+        assert proportional == round(stack / 6, 4)
+        assert relative == pytest.approx(100 * (p_win / proportional - 1), abs=slack)
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset

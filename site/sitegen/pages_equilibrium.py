@@ -59,11 +59,13 @@ WHERE f.game = '{game}' GROUP BY ALL ORDER BY ALL"""
         wide = fin.pivot_table(index="stack", columns="place", values="p").reset_index()
         wide.columns = ["stack", *[f"P{c}" for c in wide.columns[1:]]]
         fin_tables.append(f"**{n} players**\n\n{site_table(wide, decimals=3)}\n")
-    win_table = win[win["players"] == max(finished, default=0)][["stack", "p_win", "proportional",
-                                                                  "relative_difference_pct"]]
+    win_tables = []
+    for n in sorted(finished):
+        table = win[win["players"] == n][["stack", "p_win", "proportional", "relative_difference_pct"]]
+        win_tables.append(f"**{n} players**\n\n{site_table(table, decimals=4)}\n")
     win_section = not_yet + (f"""{chart_html(charts.value_by_stack(win_chart, "P(win)"), "eq-win-vs-proportional")}
 
-{site_table(win_table, decimals=4)}""" if finished else "")
+{chr(10).join(win_tables)}""" if finished else "")
     return f"""# Equilibrium
 
 The near-exact Nash equilibrium of game `{game}` ({cfg['players']} players, {units} units, payouts
@@ -79,7 +81,8 @@ next to ICM (Harville) and the chip-proportional payoff stack / {units} × open 
 ## Winning probability against proportional
 
 Mean equilibrium probability of finishing first for each stack size, against the proportional
-x / {units}; the table shows the largest layer and the relative difference in %.
+x / {units}; a table per player count gives both and the relative difference in % (below zero: the
+equilibrium wins less often than the stack's share of the chips).
 
 {win_section}
 
