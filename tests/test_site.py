@@ -623,11 +623,15 @@ def test_depth_curves_write_the_depths_upright():
     from sitegen.charts import depth_curve, depth_roi_curve
 
     df = pd.DataFrame({"depth": [0, 1, 2], "mapd_pct": [9.0, 6.0, 4.0], "mad": [1.0, 0.6, 0.4],
-                       "roi_pct": [-2.0, -1.0, -0.2]})
+                       "roi_pct": [-2.0, -1.0, -0.2], "roi_se_pct": [0.1, 0.1, 0.1]})
     for chart in (depth_curve(df), depth_roi_curve(df)):
         for panel in chart.to_dict()["hconcat"]:
-            x = panel["encoding"]["x"]
-            assert x["title"] == "FGS depth d (0 = Harville)" and x["axis"]["labelAngle"] == 0
+            for layer in panel.get("layer", [panel]):
+                x = layer["encoding"]["x"]
+                assert x["title"] == "FGS depth d (0 = Harville)" and x["axis"]["labelAngle"] == 0
+    roi = depth_roi_curve(df).to_dict()["hconcat"][0]["layer"]  # the simulated ROI with its error bars
+    assert roi[0]["encoding"]["y"]["title"] == "hero ROI (%), the others on the equilibrium"
+    assert (roi[1]["encoding"]["y"]["field"], roi[1]["encoding"]["y2"]["field"]) == ("roi_low", "roi_high")
 
 
 def test_push_fold_grid_rows_fit_the_text_column():
@@ -649,7 +653,9 @@ def test_exploitability_histograms_carry_bins_not_states():
     """The solve-quality histograms chart counts binned in SQL (the query is on the page): with one
     row per (state, position) the 45-unit 5-player game's nemesis gains (734,657 pairs) made a page
     of some 60 MB. The counts are numpy.histogram's over the same range, per player count; every
-    gain is counted once, exact zeros at 1e-12 $."""
+    positive gain is counted once; exact zeros, which have no log, are counted beside the bins and
+    named in the chart's title (drawn at 1e-12 $, they stretched the axis so far that a tiny game's
+    251 other states filled four bars)."""
     import json
 
     import duckdb
@@ -657,7 +663,7 @@ def test_exploitability_histograms_carry_bins_not_states():
     import pandas as pd
 
     from sitegen.charts import exploitability_histogram
-    from sitegen.pages import HISTOGRAM_BINS, log10_histogram
+    from sitegen.pages import HISTOGRAM_BINS, log10_histogram, zero_rows
 
     rng = np.random.default_rng(5)
     gains = pd.DataFrame({"game": "g", "players": rng.choice([2, 3, 4, 5], 200_000, p=[0.01, 0.02, 0.07, 0.9]),
@@ -668,19 +674,23 @@ def test_exploitability_histograms_carry_bins_not_states():
     con.execute("CREATE TABLE gains AS SELECT * FROM gains_view UNION ALL SELECT 'other', 2, 1e3")
     hist, sql = log10_histogram(con, "gains", "gain", "g")
     assert "FROM gains WHERE game = 'g'" in sql
-    assert hist["count"].sum() == len(gains) and len(hist) <= 4 * HISTOGRAM_BINS
-    logs = np.log10(gains["gain"].clip(lower=1e-12))
+    assert hist["count"].sum() == len(gains) - 10 and len(hist) <= 4 * HISTOGRAM_BINS
+    assert zero_rows(con, "gains", "gain", "g") == 10 and zero_rows(con, "gains", "gain", "other") == 0
+    positive = gains[gains["gain"] > 0]
+    logs = np.log10(positive["gain"])
     edges = np.linspace(logs.min(), logs.max(), HISTOGRAM_BINS + 1)
-    assert hist["bin_start"].min() == pytest.approx(-12) and hist["bin_end"].max() == pytest.approx(logs.max())
+    assert hist["bin_start"].min() == pytest.approx(logs.min()) and logs.min() > -9.01
+    assert hist["bin_end"].max() == pytest.approx(logs.max())
     for n in (2, 3, 4, 5):
-        expected, _ = np.histogram(logs[gains["players"] == n], bins=edges)
+        expected, _ = np.histogram(logs[positive["players"] == n], bins=edges)
         rows = hist[hist["players"] == n]
         got = np.zeros(HISTOGRAM_BINS, int)
         got[np.rint((rows["bin_start"] - edges[0]) / (edges[1] - edges[0])).astype(int)] = rows["count"]
         assert (got == expected).all(), n
     np.testing.assert_allclose(hist["bin_end"] - hist["bin_start"], edges[1] - edges[0])
     spec = json.dumps(exploitability_histogram(hist, 1e-4).to_dict())
-    assert len(spec) < 30_000
+    assert len(spec) < 30_000 and "exactly 0" not in spec
+    assert "10 states at exactly 0 $, not drawn" in json.dumps(exploitability_histogram(hist, 1e-4, zeros=10).to_dict())
     single, _ = log10_histogram(con, "gains", "gain", "other")
     assert single["count"].tolist() == [1] and single["bin_start"].iloc[0] == pytest.approx(3)
     empty, _ = log10_histogram(con, "gains", "gain", "none")
@@ -789,6 +799,9 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     assert view[0] == pytest.approx(-view[2], abs=1e-9)  # the sides' ROIs are opposites
     assert f"{view[0]:.4f}" in html
     assert "<code>./lab jamfold simulate</code>" in html  # where to play more of them
+    listed = [line.split(" | ")[0].strip("| ") for line in page.split("## Direct matches")[1].splitlines()
+              if line.startswith("| ") and " | harville | " in line]
+    assert listed == ["weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]  # the pages' model order (they were sorted by name)
 
 
 def test_every_model_line_gets_its_own_colour():

@@ -192,10 +192,11 @@ the 4-player bars of the default scheme)."""
 
 
 def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exploitability of the state's hand ($)",
-                             count_title: str = "states") -> alt.Chart:
+                             count_title: str = "states", zeros: int = 0) -> alt.Chart:
     """Distribution of gains (log10 $), stacked by player count, from counts already binned
-    (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count; exact zeros at
-    log10 = −12). The player counts' colours avoid red and black, and gamma is a black dashed rule."""
+    (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count); ``zeros``, the
+    rows at exactly 0 $ that a log axis cannot show, are counted in the title. The player counts'
+    colours avoid red and black, and gamma is a black dashed rule."""
     bars = alt.Chart(bins).mark_bar(opacity=0.8).encode(
         x=alt.X("bin_start:Q", bin="binned", title=f"log10 {title}"),
         x2="bin_end:Q",
@@ -206,8 +207,8 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
     )
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="black", strokeDash=[4, 4]).encode(
         x=alt.X("g:Q", title=f"log10 {title}"), tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
-    return (bars + rule).properties(width=600, height=260,
-                                    title=f"Distribution: {title} (dashed: gamma; exact zeros at −12)")
+    left_out = f"; {zeros:,} {count_title} at exactly 0 $, not drawn" if zeros else ""
+    return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (dashed: gamma{left_out})")
 
 
 CONVERGENCE_SERIES = {"max_exploitability": ("max exploitability", "#d62728"),
@@ -270,11 +271,16 @@ def ex_post_bars(df: pd.DataFrame, profiles: list[str]) -> alt.Chart:
 
 
 def depth_roi_curve(df: pd.DataFrame) -> alt.Chart:
-    """Hero ROI (%) and MAPD (%) of FGS-d against the depth d; ``df`` columns: depth, roi_pct, mapd_pct."""
+    """Hero ROI (%, against the fair share, ± one standard error) and MAPD (%) of FGS-d against the
+    depth d; ``df`` columns: depth, roi_pct, roi_se_pct, mapd_pct."""
+    df = df.assign(roi_low=df["roi_pct"] - df["roi_se_pct"], roi_high=df["roi_pct"] + df["roi_se_pct"])
     base = alt.Chart(df).encode(x=_fgs_depth_x())
-    roi = base.mark_line(point=alt.OverlayMarkDef(color="#2ca02c"), color="#2ca02c").encode(
-        y=alt.Y("roi_pct:Q", title="hero ROI against the equilibrium (%)"),
-        tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f")])
+    y_title = "hero ROI (%), the others on the equilibrium"
+    line = base.mark_line(point=alt.OverlayMarkDef(color="#2ca02c"), color="#2ca02c").encode(
+        y=alt.Y("roi_pct:Q", title=y_title),
+        tooltip=["depth:O", alt.Tooltip("roi_pct:Q", format=".4f"), alt.Tooltip("roi_se_pct:Q", format=".4f",
+                                                                               title="standard error")])
+    roi = line + base.mark_rule(color="#2ca02c").encode(y=alt.Y("roi_low:Q", title=y_title), y2="roi_high:Q")
     mapd = base.mark_line(point=alt.OverlayMarkDef(color="#d62728"), color="#d62728").encode(
         y=alt.Y("mapd_pct:Q", title="MAPD (%)"), tooltip=["depth:O", alt.Tooltip("mapd_pct:Q", format=".4f")])
     return alt.hconcat(roi.properties(width=280, height=200, title="simulated ROI of the FGS-d player"),

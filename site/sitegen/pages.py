@@ -54,13 +54,14 @@ classes weighted by their ordered deals (`pair_equities.deals`)."""
 
 def log10_histogram_sql(table: str, column: str, where: str, bins: int = HISTOGRAM_BINS) -> str:
     """The query that bins ``column`` of ``table`` (rows matching ``where``) by log10 $ into ``bins``
-    equal bins over the rows' range, per player count; gains below 1e-12 $ (exact zeros) count at
-    1e-12. Columns: players, bin_start, bin_end (log10 $), count.
+    equal bins over the range of its positive values, per player count; exact zeros have no log and
+    are left out (:func:`zero_rows` counts them: drawn at 1e-12 $, they stretched the axis so far that
+    the other states filled a few bars). Columns: players, bin_start, bin_end (log10 $), count.
 
     The charts carry these counts, not one row per state: the 45-unit 5-player game's nemesis
     gains are 734,657 (state, position) pairs, some 60 MB of inline JSON on one page. The page
     shows the query beside its chart."""
-    return f"""WITH g AS (SELECT players, log10(greatest({column}, 1e-12)) AS x FROM {table} WHERE {where}),
+    return f"""WITH g AS (SELECT players, log10({column}) AS x FROM {table} WHERE {where} AND {column} > 0),
      r AS (SELECT min(x) AS lo, (CASE WHEN max(x) > min(x) THEN max(x) ELSE min(x) + 1 END - min(x)) / {bins} AS w FROM g),
      b AS (SELECT players, least(floor((x - lo) / w), {bins - 1})::INTEGER AS bin, lo, w FROM g, r)
 SELECT players, any_value(lo) + bin * any_value(w) AS bin_start, any_value(lo) + (bin + 1) * any_value(w) AS bin_end,
@@ -68,13 +69,23 @@ SELECT players, any_value(lo) + bin * any_value(w) AS bin_start, any_value(lo) +
 FROM b GROUP BY players, bin ORDER BY players, bin"""
 
 
+def _game_rows(game: str, condition: str) -> str:
+    return "game = '" + game.replace("'", "''") + "'" + (f" AND {condition}" if condition else "")
+
+
 def log10_histogram(con: duckdb.DuckDBPyConnection, table: str, column: str, game: str,
                     condition: str = "") -> tuple[pd.DataFrame, str]:
     """The binned counts of :func:`log10_histogram_sql` over ``game``'s rows (and ``condition``),
     and the query itself, the game written into it (for the page)."""
-    where = "game = '" + game.replace("'", "''") + "'" + (f" AND {condition}" if condition else "")
-    sql = log10_histogram_sql(table, column, where)
+    sql = log10_histogram_sql(table, column, _game_rows(game, condition))
     return con.execute(sql).df(), sql
+
+
+def zero_rows(con: duckdb.DuckDBPyConnection, table: str, column: str, game: str, condition: str = "") -> int:
+    """How many of ``game``'s rows (and ``condition``) hold exactly 0 $ in ``column``: the ones a
+    :func:`log10_histogram` leaves out."""
+    return con.execute(f"SELECT count(*) FROM {table} WHERE {_game_rows(game, condition)} AND {column} <= 0"
+                       ).fetchone()[0]
 
 
 def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
@@ -158,7 +169,7 @@ FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
                     if is_modelled(con, game) else "")
     model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments from the start state: the equilibrium "
                     "against itself (the control), one model player against an equilibrium table, and direct "
-                    "matches against Harville, for the models swept so far.\n" if is_simulated(con, game) else "")
+                    "matches against Harville (a build still sweeping its models says which are to come).\n" if is_simulated(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
@@ -194,7 +205,7 @@ This game's config, as built (save it as `{game}.toml`):
 ```
 
 ```bash
-git clone <this repository> && cd <it>
+# in a checkout of the lab's repository, with {game}.toml saved in it:
 ./lab build --config {game}.toml           # the environment from uv.lock, the game, this site
 ./lab test                                 # the test suite
 JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets

@@ -7,7 +7,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, is_modelled, log10_histogram, query_block, site_table
+from sitegen.pages import game_info, is_modelled, log10_histogram, query_block, site_table, zero_rows
 
 
 def _solved_layers(con: duckdb.DuckDBPyConnection, game: str) -> list[int]:
@@ -183,7 +183,8 @@ def _log_tables(log: pd.DataFrame) -> str:
 def solve_quality_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     bins, bins_sql = log10_histogram(con, "state_quality", "exploitability", game)
-    if bins.empty:
+    zeros = zero_rows(con, "state_quality", "exploitability", game)
+    if bins.empty and not zeros:
         return "# Solve quality\n\nNo layer is solved yet.\n"
     summary_sql = f"""SELECT players, count(*) AS states, max(exploitability) AS max_exploitability,
        avg(exploitability) AS mean_exploitability, sum(cfr_iterations)::BIGINT AS cfr_iterations,
@@ -209,7 +210,7 @@ one above gamma fails its asset check `exploitability_within_gamma`).
 
 {site_table(summary)}
 
-{chart_html(charts.exploitability_histogram(bins, cfg['gamma']), "expl-hist")}
+{chart_html(charts.exploitability_histogram(bins, cfg['gamma'], zeros=zeros), "expl-hist")}
 
 {ex_post}
 
@@ -257,6 +258,7 @@ GROUP BY players ORDER BY players"""
         f"that layer is solved): the start-state columns stay empty and the all-state figures cover the "
         f"layers checked.\n")
     gains, _ = log10_histogram(con, "nemesis_values", "gain", game, "profile = 'equilibrium'")
+    gain_zeros = zero_rows(con, "nemesis_values", "gain", game, "profile = 'equilibrium'")
     fair = float(sum(cfg["payouts"])) / cfg["players"]
     models_link = (" The same check of every model's strategy profile is on the [Ex post](ex-post.md) page."
                    if is_modelled(con, game) else "")  # the page exists only once the models are solved
@@ -275,7 +277,8 @@ hands still to play, so it can exceed gamma.{models_link}
 {site_table(per_layer, decimals=6)}
 
 {chart_html(charts.exploitability_histogram(gains, cfg['gamma'], title="nemesis gain ($)",
-                                            count_title="(state, position) pairs"), "ex-post-hist")}
+                                            count_title="(state, position) pairs", zeros=gain_zeros),
+             "ex-post-hist")}
 
 {query_block(f"SELECT * FROM ex_post WHERE game = '{game}' AND profile = 'equilibrium'")}
 {query_block(per_layer_sql)}

@@ -318,14 +318,14 @@ def simulation_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     fin_table = pd.DataFrame(np.stack(summary["finishing"].to_numpy()), index=models,
                              columns=[f"P{q}" for q in range(1, places + 1)])
     depth_sql = f"""SELECT CASE WHEN s.model = 'harville' THEN 0 ELSE CAST(split_part(s.model, '-', 2) AS INTEGER) END
-         AS depth, s.mean_roi_pct AS roi_pct, d.mapd_pct
+         AS depth, s.mean_roi_pct AS roi_pct, s.mean_roi_se_pct AS roi_se_pct, d.mapd_pct
 FROM simulation_summary s JOIN deviation_summary d USING (game, model)
 WHERE s.game = '{game}' AND (s.model = 'harville' OR s.model LIKE 'FGS-%')
   AND d.averaging = 'plain' AND d.players IS NULL ORDER BY depth"""
     depth = con.execute(depth_sql).df()
     matches_sql = f"""SELECT model_a, model_b, seatings, mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_pct, mean_roi_b_se_pct,
        tournaments
-FROM direct_match_summary WHERE game = '{game}' ORDER BY model_b, model_a"""
+FROM direct_match_summary WHERE game = '{game}' ORDER BY {report_order("model_b")}, {report_order("model_a")}"""
     matches = con.execute(matches_sql).df()
     per_seating = ", ".join(f"{t:,}" for t, in con.execute(
         "SELECT DISTINCT tournaments FROM direct_matches WHERE game = ? ORDER BY 1", [game]).fetchall())
@@ -346,9 +346,10 @@ WHERE s.game = '{game}' AND s.model = 'equilibrium' ORDER BY s.hero_position"""
                     "`--skip-models` runs them.") if pending else ""
     depth_block = (f"""## FGS depth curve
 
-Mean hero ROI over the seats (left) and MAPD of the payoffs against the equilibrium (right) for
-FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
-{chart_html(charts.depth_roi_curve(depth[["depth", "roi_pct", "mapd_pct"]]), "sim-fgs-depth")}
+Mean hero ROI over the seats (left: the FGS-d player's mean payoff against the fair share, the other
+players on the equilibrium; bars ± one standard error) and MAPD of the payoffs against the
+equilibrium (right) for FGS-d, d = 0 (Harville) … {cfg.get('fgs_depth', 0)}.
+{chart_html(charts.depth_roi_curve(depth[["depth", "roi_pct", "roi_se_pct", "mapd_pct"]]), "sim-fgs-depth")}
 """ if (depth["depth"] > 0).any() else "")
     matches_block = (f"""## Direct matches against Harville
 
