@@ -615,6 +615,22 @@ def test_table_headers_wrap_after_underscores():
     assert list(df.columns) == ["start_mean_roi_pct", "wall_s", "max_delta_v", "players"]
 
 
+def test_the_pair_heatmap_labels_the_13_pairs_of_its_169_classes():
+    """169 class labels in 640 px overlapped into a smear: each axis labels the pairs alone (the
+    two-letter labels), the grid's diagonal."""
+    import pandas as pd
+
+    from engine.cards import N_CLASSES, class_kind, class_label
+    from sitegen.charts import PAIRS_ONLY, pair_equity_heatmap
+
+    labels = [class_label(c) for c in range(N_CLASSES)]
+    shown = [x for x in labels if len(x) == 2]  # what PAIRS_ONLY keeps
+    assert shown == [class_label(c) for c in range(N_CLASSES) if class_kind(c) == "pair"] and len(shown) == 13
+    assert [labels.index(x) for x in shown] == list(range(0, N_CLASSES, 14))  # the grid's diagonal
+    spec = pair_equity_heatmap(pd.DataFrame({"hand": ["AA"], "versus": ["KK"], "p_win": [0.8]}), labels).to_dict()
+    assert spec["encoding"]["x"]["axis"]["labelExpr"] == spec["encoding"]["y"]["axis"]["labelExpr"] == PAIRS_ONLY
+
+
 def test_depth_curves_write_the_depths_upright():
     """The FGS depth charts' x axis holds a few small integers (0 = Harville … D): written upright,
     not turned 90° as an ordinal axis is by default."""

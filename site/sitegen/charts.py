@@ -64,6 +64,12 @@ def model_color_scale(models: list[str]) -> alt.Scale:
     return alt.Scale(domain=models, range=model_colors(models))
 
 
+PAIRS_ONLY = "length(datum.value) == 2 ? datum.value : ''"
+"""Vega label expression of the 169-class axes: the 13 pairs (two-letter labels) only, the grid's
+diagonal, every 14th class in grid order (169 labels in 640 px were an unreadable smear; the
+tooltip names every cell)."""
+
+
 def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> alt.Chart:
     """169×169 heat map: cell (row hand, column hand) = P(row hand beats column hand) heads-up.
 
@@ -73,10 +79,11 @@ def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> al
         alt.Chart(df, title="Heads-up all-in equity of the row hand against the column hand")
         .mark_rect()
         .encode(
-            x=alt.X("versus:N", sort=labels_in_grid_order, title="opponent's hand class (grid order AA, AKs, … 22)",
-                    axis=alt.Axis(labelFontSize=5, labelAngle=-90)),
-            y=alt.Y("hand:N", sort=labels_in_grid_order, title="hand class",
-                    axis=alt.Axis(labelFontSize=5)),
+            x=alt.X("versus:N", sort=labels_in_grid_order,
+                    title="opponent's hand class (grid order AA, AKs, … 22; the pairs labelled)",
+                    axis=alt.Axis(labelExpr=PAIRS_ONLY, labelAngle=0, ticks=False)),
+            y=alt.Y("hand:N", sort=labels_in_grid_order, title="hand class (the pairs labelled)",
+                    axis=alt.Axis(labelExpr=PAIRS_ONLY, ticks=False)),
             color=alt.Color("p_win:Q", title="P(win)", scale=alt.Scale(scheme="redblue", domain=[0, 1], domainMid=0.5)),
             tooltip=[alt.Tooltip("hand:N", title="hand"), alt.Tooltip("versus:N", title="versus"),
                      alt.Tooltip("p_win:Q", title="P(hand wins)", format=".4f")],
@@ -134,7 +141,8 @@ def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
             x=alt.X("probability:Q", title="probability", stack="zero", scale=alt.Scale(domain=[0, 1])),
             y=alt.Y("player_label:N", title="player (stack)", sort=None),
             color=alt.Color("place:O", title="place", scale=alt.Scale(scheme="viridis")),
-            row=alt.Row("model:N", title="model"),
+            row=alt.Row("model:N", title="model", sort=[m for m in ("harville", "weitzman", "roberts")
+                                                          if m in set(df["model"])]),
             tooltip=["model:N", "player_label:N", "place:O", alt.Tooltip("probability:Q", format=".4f")],
         )
         .properties(width=520, height=110)
