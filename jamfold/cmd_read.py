@@ -94,6 +94,7 @@ def cmd_progress(args: argparse.Namespace) -> None:
     cfg = config_from_args(args)
     from assets.paths import cache_root
     from assets.resume import game_folder, game_key
+    from engine.memory import memory_shortfall
     from engine.solve_status import lock_holder
 
     if cache_root().exists() and not cache_root().is_dir():
@@ -108,6 +109,10 @@ def cmd_progress(args: argparse.Namespace) -> None:
         print(f"running: a build of game '{cfg.name}', or of a game with its equilibrium (process {build})")
     elif solve is not None:
         print(f"running: a solve in this folder (process {solve}; from the Dagster UI?)")
+    elif not folder.is_dir() and (why := memory_shortfall(cfg.players, cfg.units)) is not None:
+        print(f"no running build found, and no checkpoints: `./lab build {game_flag(args)}` refuses this game here "
+              f"({why})")
+        return
     elif folder.is_dir() or (cfg.uses_triples and (cache_root() / "rollout" / cfg.rollout_id("triples")).is_dir()):
         print(f"no running build found: `./lab build {game_flag(args)}` with the same flags goes on from here")
     else:

@@ -198,6 +198,9 @@ def test_progress_refuses_a_checkpoint_folder_that_is_a_file_and_names_the_overr
     monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
     code, out, _ = run(capsys, "progress", "--profile", "quick", "--gamma", "0.002", "--payouts", "60", "40")
     assert code == 0 and "`./lab build --profile quick --payouts 60.0 40.0 --gamma 0.002` starts it" in out
+    code, out, _ = run(capsys, "progress", "--profile", "quick", "--units", "200")  # (a build refuses it for memory)
+    assert code == 0 and "`./lab build --profile quick --units 200` refuses this game here (units:" in out
+    assert "starts it" not in out and "goes on" not in out
 
 
 def test_a_second_build_of_the_same_game_is_refused_while_the_first_runs(capsys, tmp_path, monkeypatch):
