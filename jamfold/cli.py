@@ -33,9 +33,28 @@ NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf$|infinity$|nan$)", re.IGNORECASE)
 """What a command line value that argparse must not read as an option starts with."""
 
 
+class _StoreOnce(argparse._StoreAction):
+    """An option's value(s), refused when the option is given twice: argparse keeps the last one
+    silently, so `--stacks 2 5 --stacks 3 4` answered for 3 4 alone."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_options_given", set())
+        if option_string is not None:
+            if self.dest in given:
+                parser.error(f"{'/'.join(self.option_strings)}: given twice; give it once")
+            given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An argparse parser whose errors (an unknown choice, a missing argument, a value that is not a
-    number) are one line, like the CLI's own (argparse prints its usage block first), exit code 2."""
+    number) are one line, like the CLI's own (argparse prints its usage block first), exit code 2;
+    an option that takes a value may be given once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str):
         fail(f"{self.prog}: {message} (see {self.prog} --help)")

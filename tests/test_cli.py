@@ -96,6 +96,11 @@ def test_equity_human_output(capsys):
     (["site", "--profile", "gs08", "--warehouse", ""], "warehouse: is empty"),
     (["equity", "--model", "harville", "--stacks", "2", "٣", "--payouts", "1"], "--stacks: '٣' is not a number"),
     (["state", "--profile", "quick", "--stacks", "20"], "has states of 2 to 5 players"),
+    # an option given twice (argparse kept the last one silently)
+    (["equity", "--model", "harville", "--stacks", "2", "5", "--stacks", "3", "4", "--payouts", "50"],
+     "jamfold equity: --stacks: given twice; give it once"),
+    (["state", "--profile", "quick", "--profile", "gs08", "--stacks", "4", "3", "3"], "--profile: given twice"),
+    (["build", "--profile", "quick", "--payouts", "50", "--payouts", "60", "40"], "--payouts: given twice"),
     (["state", "--profile", "gs08", "--stacks", "0", "45"], "every stack must be ≥ 1 unit"),
     (["state", "--profile", "gs08", "--stacks", "1", "41", "3", "--warehouse", "/nonexistent/w.duckdb"], "build it first"),
     (["state", "--profile", "gs08", "--stacks", "1", "41", "3", "--warehouse", ""], "warehouse: is empty"),
