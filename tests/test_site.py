@@ -817,7 +817,7 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     assert "<code>./lab jamfold simulate</code>" in html  # where to play more of them
     listed = [line.split(" | ")[0].strip("| ") for line in page.split("## Direct matches")[1].splitlines()
               if line.startswith("| ") and " | harville | " in line]
-    assert listed == ["weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]  # the pages' model order (they were sorted by name)
+    assert listed == ["weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]  # the pages' order (they were by name)
 
 
 def test_every_model_line_gets_its_own_colour():

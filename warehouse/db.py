@@ -63,8 +63,8 @@ def connect(path: str | Path | None = None, read_only: bool = False, wait_s: flo
         raise WarehouseUnusable(f"warehouse: {path} is not a regular file; give the path of a DuckDB file "
                                 f"(--warehouse or JAMFOLD_WAREHOUSE)")
     if read_only and not path.exists():
-        raise FileNotFoundError(f"warehouse: no file at {path.absolute()}: build it first (see README), or give another with "
-                                "--warehouse or JAMFOLD_WAREHOUSE")
+        raise FileNotFoundError(f"warehouse: no file at {path.absolute()}: build it first (see README), or give "
+                                "another with --warehouse or JAMFOLD_WAREHOUSE")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -169,7 +169,8 @@ FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
                     if is_modelled(con, game) else "")
     model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments from the start state: the equilibrium "
                     "against itself (the control), one model player against an equilibrium table, and direct "
-                    "matches against Harville (a build still sweeping its models says which are to come).\n" if is_simulated(con, game) else "")
+                    "matches against Harville (a build still sweeping its models says which are to come).\n"
+                    if is_simulated(con, game) else "")
     return f"""# The open tournament equity lab
 
 This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
