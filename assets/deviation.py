@@ -142,5 +142,7 @@ def deviation_statistics(context: dg.AssetExecutionContext, config: DeviationCon
                   "deviation_summary": dg.MetadataValue.md(db.frame_markdown(headline)),
                   "mapd_pct_by_players": dg.MetadataValue.md(db.frame_markdown(by_players)),
                   "largest_deviations": dg.MetadataValue.md(db.frame_markdown(largest)),
+                  # (numbers, so that the UI can plot a model's MAPD across builds)
+                  **{f"mapd_pct_{row.model}": float(row.mapd_pct) for row in headline.itertuples(index=False)},
                   "wall_s": round(time.perf_counter() - t0, 2)},
         check_results=checks)

@@ -142,6 +142,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
             require_strategies(con, cfg, name, layers=[n])
         record = done.load(unit)
         key = {"game": cfg.name, "profile": PROFILE, "players": n}
+        computed = "in this run"
         if record is not None:  # checked by an earlier run for this equilibrium (maybe for a game of another name)
             with warehouse.connect() as con:
                 found = rows_of_kept_unit(con, done, unit, record, "nemesis_values", key, n * m, kept)
@@ -149,6 +150,8 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 record = None
             else:
                 kept = n * m
+                computed = ("in an earlier run (the warehouse holds them)" if found == "held" else
+                            "for a game with the same equilibrium, taken from its checkpoint")
                 context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
                                  f"already ({kept} rows)" if found == "held" else
                                  f"{n}-player layer: the nemesis values of this equilibrium, checked for a "
@@ -182,7 +185,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                    + (f"; its start_* columns stay empty until the start state's {cfg.players}-player layer is "
                       f"checked." if summary["start_mean_gain"].isna().all() else "."))
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "rows": kept, "dagster/row_count": kept,
+            metadata={"game": cfg.name, "computed": computed, "rows": kept, "dagster/row_count": kept,
                       "layer_max_gain_usd": record["max_gain"], "layer_mean_gain_usd": record["mean_gain"],
                       "rounds": record["rounds"], "wall_s": round(time.perf_counter() - t0, 2),
                       "summary": dg.MetadataValue.md(caption + "\n\n" + db.frame_markdown(summary, decimals=6))},

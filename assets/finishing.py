@@ -130,12 +130,12 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
             with warehouse.connect() as con:
                 found = rows_of_kept_unit(con, done, finishing_unit(n), unit, "finishing",
                                           {"game": cfg.name, "players": n}, unit["rows"], kept)
+        computed = "in this run"
         if found is not None:
             rows = unit["rows"]
-            context.log.info(f"{n}-player layer: finishing probabilities kept from an earlier run ({rows} rows)"
-                             if found == "held" else
-                             f"{n}-player layer: finishing probabilities computed for a game with the same "
-                             f"equilibrium, taken from its checkpoint ({rows} rows)")
+            computed = ("in an earlier run (the warehouse holds them)" if found == "held" else
+                        "for a game with the same equilibrium, taken from its checkpoint")
+            context.log.info(f"{n}-player layer: finishing probabilities {computed} ({rows} rows)")
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
             with warehouse.connect() as con:
@@ -160,7 +160,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 WHERE f.game = ? AND f.players = ? AND f.state_id = ? GROUP BY ALL ORDER BY any_value(f.position)""",
                                            [cfg.name, n, _shown_state(con, cfg, n)])
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "states": m, "rows": rows, "dagster/row_count": rows,
+            metadata={"game": cfg.name, "computed": computed, "states": m, "rows": rows, "dagster/row_count": rows,
                       "wall_s": round(time.perf_counter() - t0, 2),
                       "preview": dg.MetadataValue.md(preview)},
             check_results=checks)

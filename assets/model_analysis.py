@@ -228,7 +228,7 @@ def sweep_checks(con: duckdb.DuckDBPyConnection, cfg: GameConfig, models: list[s
     worst = float(sweeps["max_exploitability"][measured].max()) if measured.any() else 0.0
     check = dg.AssetCheckResult(
         check_name="every_state_within_gamma", passed=bool(not missing and not unmeasured and worst <= cfg.gamma),
-        metadata={"max_exploitability_usd": worst, "gamma": cfg.gamma,
+        metadata={"max_exploitability_usd": worst, "gamma_usd": cfg.gamma,
                   **({"sweeps_missing_or_incomplete": missing} if missing else {}),
                   **({"sweeps_unmeasured": unmeasured} if unmeasured else {})},
         description=None if models else "not applicable: no model to sweep (fgs_depth 0)")

@@ -108,6 +108,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
         summary = con.execute("SELECT * FROM ex_post WHERE game = ? ORDER BY profile", [cfg.name]).df()
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "rows": rows, "dagster/row_count": rows,
+                  **{f"all_mean_gain_usd_{r.profile}": float(r.all_mean_gain) for r in summary.itertuples(index=False)},
                   "wall_s": round(time.perf_counter() - t0, 2),
                   "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
         check_results=[

@@ -297,13 +297,23 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
         written = db.replace_tables(con, [db.Replacement("simulation", pd.DataFrame(rows), {"game": cfg.name}),
                                           db.Replacement("direct_matches", _match_frame(matches), {"game": cfg.name})])
         n_sim, n_match = written["simulation"], written["direct_matches"]
-        summary = con.execute("""SELECT model, round(avg(roi_pct), 4) AS mean_roi_pct, round(min(roi_pct), 4) AS min_roi_pct,
-                                        round(max(roi_pct), 4) AS max_roi_pct FROM simulation WHERE game = ?
-                                 GROUP BY model ORDER BY mean_roi_pct""", [cfg.name]).df()
+        # (with the standard errors, which say whether two models' ROIs differ at all)
+        summary = con.execute("""
+            SELECT s.model, round(s.mean_roi_pct, 4) AS mean_roi_pct, round(s.mean_roi_se_pct, 4) AS mean_roi_se_pct,
+                   round(r.low, 4) AS min_seat_roi_pct, round(r.high, 4) AS max_seat_roi_pct
+            FROM simulation_summary s
+            JOIN (SELECT model, min(roi_pct) AS low, max(roi_pct) AS high FROM simulation WHERE game = $1
+                  GROUP BY model) r USING (model)
+            WHERE s.game = $1 ORDER BY s.mean_roi_pct""", [cfg.name]).df()
+        match_summary = con.execute("""
+            SELECT model_a, model_b, round(mean_roi_a_pct, 4) AS mean_roi_a_pct,
+                   round(mean_roi_a_se_pct, 4) AS mean_roi_a_se_pct, seatings, tournaments
+            FROM direct_match_summary WHERE game = ? ORDER BY mean_roi_a_pct DESC""", [cfg.name]).df()
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "tournaments_per_hero_seat": T, "tournaments_per_match_seating": M, "seed": seed,
                   "rows_simulation": n_sim, "dagster/row_count": n_sim, "rows_direct_matches": n_match,
                   "models_not_simulated": pending,
                   **_speed(speeds, kept_speeds),
-                  "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary))},
+                  "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary)),
+                  "direct_matches": dg.MetadataValue.md(db.frame_markdown(match_summary))},
         check_results=_checks(control_z, rows, sum_err, matches))

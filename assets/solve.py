@@ -214,7 +214,7 @@ def _check_layer(con, cfg: GameConfig, n: int) -> list[dg.AssetCheckResult]:
                             metadata={"max_error_usd": float(err), "open_prizes": open_prize,
                                       "states_with_all_values": int(complete), "states": m}),
         dg.AssetCheckResult(check_name="exploitability_within_gamma", passed=bool(over == 0),
-                            metadata={"max_exploitability_usd": float(worst), "gamma": cfg.gamma,
+                            metadata={"max_exploitability_usd": float(worst), "gamma_usd": cfg.gamma,
                                       "states_over": int(over), "states": m,
                                       **({"values_cycled": True} if cycled else {}),
                                       **({"remedy": CYCLE_REMEDY if cycled else REOPEN_REMEDY} if over else {})}),
@@ -301,8 +301,12 @@ def _layer_asset(n: int, previous):
                                  f"{time.perf_counter() - t_copy:.1f} s; nothing to solve or read back")
                 return _held_result(con, cfg, n, time.perf_counter() - t0, copied_from=other)
         tensors = equilibrium_tensors(warehouse.path, cfg)
+        computed = ["in this run"]  # what this materialization did, for its metadata
 
         def progress(event: dict) -> None:
+            if event.get("event") == "resumed" and event.get("players") == n:
+                computed[0] = ("read back solved from its checkpoint (an earlier run solved it)" if event["finished"]
+                               else f"resumed from its checkpoint after outer iteration {event['outer']}")
             line = layer_log_line(event)
             if line is not None:
                 (context.log.warning if line[0] == "warning" else context.log.info)(line[1])
@@ -322,10 +326,11 @@ def _layer_asset(n: int, previous):
                 WHERE v.game = ? AND v.players = ? GROUP BY ALL ORDER BY s.stacks""", [cfg.name, n])
         wall = time.perf_counter() - t0
         return dg.MaterializeResult(
-            metadata={"game": cfg.name, "states": len(sol.stacks), "outer_iterations": len(sol.log),
-                      "cfr_iterations": int(sol.iterations.sum()),
-                      "exact_checks": sol.exact_checks,
-                      "max_exploitability_usd": float(sol.exploitability.max()), "gamma": cfg.gamma,
+            metadata={"game": cfg.name, "computed": computed[0], "states": len(sol.stacks),
+                      "outer_iterations": len(sol.log), "cfr_iterations": int(sol.iterations.sum()),
+                      "exact_checks_in_outer_iterations": sol.exact_checks,
+                      "max_exploitability_usd": float(sol.exploitability.max()), "gamma_usd": cfg.gamma,
+                      "outer_iterations_wall_s": round(sum(e["wall_s"] for e in sol.log), 2),
                       "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
                       "dagster/row_count": rows[PRIMARY_TABLE], "preview": dg.MetadataValue.md(preview)},
             check_results=checks)
@@ -342,16 +347,18 @@ def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: 
                  if copied_from is None else
                  f"copied in the warehouse from game '{copied_from}', which holds this finished layer's checkpoint: "
                  "nothing solved or read back")
-    outer, checks_done = con.execute("SELECT count(*), sum(states_checked) FROM solve_log WHERE game = ? AND "
-                                     "players = ?", [cfg.name, n]).fetchone()
+    outer, checks_done, outer_wall = con.execute("SELECT count(*), sum(states_checked), sum(wall_s) FROM solve_log "
+                                                 "WHERE game = ? AND players = ?", [cfg.name, n]).fetchone()
     its, worst = con.execute("SELECT sum(cfr_iterations), max(exploitability) FROM state_quality WHERE game = ? "
                              "AND players = ?", [cfg.name, n]).fetchone()
     rows = {table: con.execute(f"SELECT count(*) FROM {table} WHERE game = ? AND players = ?",
                                [cfg.name, n]).fetchone()[0] for table in LAYER_TABLES}
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "states": n_states(cfg.units, n), "outer_iterations": int(outer),
-                  "cfr_iterations": int(its), "exact_checks": int(checks_done), "max_exploitability_usd": float(worst),
-                  "gamma": cfg.gamma, "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
+        metadata={"game": cfg.name, "computed": "in an earlier run (the warehouse holds it)",
+                  "states": n_states(cfg.units, n), "outer_iterations": int(outer), "cfr_iterations": int(its),
+                  "exact_checks_in_outer_iterations": int(checks_done), "max_exploitability_usd": float(worst),
+                  "gamma_usd": cfg.gamma, "outer_iterations_wall_s": round(float(outer_wall), 2),
+                  "wall_s": round(wall, 2), **{f"rows_{k}": v for k, v in rows.items()},
                   "dagster/row_count": rows[PRIMARY_TABLE], "unchanged": unchanged},
         check_results=_check_layer(con, cfg, n))
 

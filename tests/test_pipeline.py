@@ -305,12 +305,14 @@ def test_solve_metadata_matches_the_solve_log(tiny_build):
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     for n in (2, 3):
         meta = mats[f"solve_{n}p"]
-        outer, checks = con.execute("SELECT count(*), sum(states_checked) FROM solve_log WHERE game = 'tiny' AND "
-                                    "players = ?", [n]).fetchone()
+        outer, checks, wall = con.execute("SELECT count(*), sum(states_checked), sum(wall_s) FROM solve_log "
+                                          "WHERE game = 'tiny' AND players = ?", [n]).fetchone()
+        assert meta["computed"].value == "in this run"
+        assert meta["outer_iterations_wall_s"].value == pytest.approx(wall, abs=0.006)
         its = con.execute("SELECT sum(cfr_iterations) FROM state_quality WHERE game = 'tiny' AND players = ?",
                           [n]).fetchone()[0]
-        assert (meta["outer_iterations"].value, meta["exact_checks"].value, meta["cfr_iterations"].value) \
-            == (outer, checks, its)
+        assert (meta["outer_iterations"].value, meta["exact_checks_in_outer_iterations"].value,
+                meta["cfr_iterations"].value) == (outer, checks, its)
         assert outer > 0 and its > 0
 
 
@@ -1266,8 +1268,8 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     assert all(c.passed for c in result.get_asset_check_evaluations())
     meta = _metadata(result)
     for name in ("solve_2p", "solve_3p"):
-        assert "unchanged" in meta[name]
-        for key in ("outer_iterations", "cfr_iterations", "exact_checks", "max_exploitability_usd",
+        assert "unchanged" in meta[name] and meta[name]["computed"].value == "in an earlier run (the warehouse holds it)"
+        for key in ("outer_iterations", "cfr_iterations", "exact_checks_in_outer_iterations", "max_exploitability_usd",
                     *(f"rows_{t}" for t in tables)):  # (the rows it holds, as a solve reports those it wrote)
             assert meta[name][key].value == first[name][key].value
     _assert_same_tables(before, _game_tables(warehouse, tables))
@@ -1279,6 +1281,8 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     assert result.success and solved == [3]
     meta = _metadata(result)
     assert "unchanged" in meta["solve_2p"] and "unchanged" not in meta["solve_3p"]
+    assert meta["solve_3p"]["computed"].value == "read back solved from its checkpoint (an earlier run solved it)"
+    assert meta["solve_3p"]["outer_iterations_wall_s"].value == first["solve_3p"]["outer_iterations_wall_s"].value
     _assert_same_tables(before, _game_tables(warehouse, tables))
 
 
