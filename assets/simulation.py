@@ -314,6 +314,7 @@ def simulations(context: dg.AssetExecutionContext, config: SimulationConfig, gam
                   "rows_simulation": n_sim, "dagster/row_count": n_sim, "rows_direct_matches": n_match,
                   "models_not_simulated": pending,
                   **_speed(speeds, kept_speeds),
-                  "wall_s": round(time.perf_counter() - t0, 2), "summary": dg.MetadataValue.md(db.frame_markdown(summary)),
+                  "wall_s": round(time.perf_counter() - t0, 2),
+                  "summary": dg.MetadataValue.md(db.frame_markdown(summary)),
                   "direct_matches": dg.MetadataValue.md(db.frame_markdown(match_summary))},
         check_results=_checks(control_z, rows, sum_err, matches))

@@ -1268,7 +1268,8 @@ def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_buil
     assert all(c.passed for c in result.get_asset_check_evaluations())
     meta = _metadata(result)
     for name in ("solve_2p", "solve_3p"):
-        assert "unchanged" in meta[name] and meta[name]["computed"].value == "in an earlier run (the warehouse holds it)"
+        assert "unchanged" in meta[name]
+        assert meta[name]["computed"].value == "in an earlier run (the warehouse holds it)"
         for key in ("outer_iterations", "cfr_iterations", "exact_checks_in_outer_iterations", "max_exploitability_usd",
                     *(f"rows_{t}" for t in tables)):  # (the rows it holds, as a solve reports those it wrote)
             assert meta[name][key].value == first[name][key].value
