@@ -316,9 +316,10 @@ def make_config(**values: Any) -> GameConfig:
         v["examples"] = tuple(_as_tuple(f"examples[{i}]", e) for i, e in enumerate(v["examples"]))
     if v.get("start") in (None, (), []):
         players, units = v.get("players", GameConfig.players), v.get("units", GameConfig.units)
-        if not (_is_int(players) and _is_int(units) and 1 <= players <= units):
+        fits = _is_int(players) and MIN_PLAYERS <= players <= MAX_PLAYERS  # (10^9 players: no 10^9-long start)
+        if not (fits and _is_int(units) and players <= units):
             # let the field checks report the real problem
-            v["start"] = (1,) * (players if _is_int(players) and 0 < players <= MAX_PLAYERS else 1)
+            v["start"] = (1,) * (players if fits else 1)
         else:
             v["start"] = equal_start(players, units)
     else:
@@ -368,7 +369,7 @@ def load_config(path: str | Path) -> GameConfig:
         raise ConfigError("config", f"cannot be read ({exc.strerror or exc})", str(p)) from None
     except UnicodeDecodeError:
         raise ConfigError("config", "is not a UTF-8 text file (a TOML game config is)", str(p)) from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # (ValueError: an integer of over 4,300 digits)
         raise ConfigError("config", f"is not valid TOML: {exc}", str(p)) from None
     base = data.pop("profile", None)
     named = "name" in data

@@ -211,9 +211,12 @@ def test_integers_past_what_a_float_holds_are_refused_by_name(tmp_path):
             load_config(path)
         assert caught.value.field == field, lines
         assert len(str(caught.value)) < 400 and "… (40" in str(caught.value), str(caught.value)
-    for players in (10 ** 20, 10 ** 15):
+    for players, units in ((10 ** 20, 10), (10 ** 15, 10), (10 ** 9, 2 * 10 ** 9)):  # (no start of 10^9 stacks)
         with pytest.raises(ConfigError, match="players: must be a whole number from 2 to 5"):
-            make_config(players=players, units=10, payouts=[50])
+            make_config(players=players, units=units, payouts=[50])
+    path.write_text(f"players = 3\nunits = 10\npayouts = [1{'0' * 5000}]\n")  # (Python's own limit: 4,300 digits)
+    with pytest.raises(ConfigError, match="config: is not valid TOML"):
+        load_config(path)
 
 
 def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
