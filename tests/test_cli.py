@@ -1025,6 +1025,18 @@ def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):
                                  text=True, env={**env, "JAMFOLD_WAREHOUSE": "mine.duckdb"})
         assert missing.returncode == 2 and f"no file at {tmp_path / 'mine.duckdb'}" in missing.stderr, missing.stderr
     assert not (lab.parent / "mine.duckdb").exists()
+    blank = subprocess.run([str(lab), "jamfold", "sql", "SELECT 1"], cwd=tmp_path, capture_output=True, text=True,
+                           env={**env, "JAMFOLD_WAREHOUSE": "  "})  # (blank: unset, the checkout's warehouse)
+    assert str(tmp_path) not in blank.stderr
+    assert blank.returncode == 0 or f"no file at {lab.parent / 'warehouse' / 'lab.duckdb'}" in blank.stderr
+    # `./lab help` by a relative path from elsewhere, and a benchmark run beside another checkout's engine/
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "__init__.py").write_text('raise SystemExit("the engine of the caller\'s folder")\n')
+    helped = subprocess.run(["bash", os.path.relpath(lab, tmp_path), "help"], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert helped.returncode == 0 and helped.stdout.startswith("One entry point"), helped.stderr
+    bench = subprocess.run([str(lab), "bench", "simulation", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert bench.returncode == 0 and "usage: ./lab bench simulation" in bench.stdout, bench.stderr
 
 
 def test_lab_byte_compiles_its_environment_where_python_writes_no_bytecode():
