@@ -135,7 +135,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
             rows = unit["rows"]
             computed = ("in an earlier run (the warehouse holds them)" if found == "held" else
                         "for a game with the same equilibrium, taken from its checkpoint")
-            context.log.info(f"{n}-player layer: finishing probabilities {computed} ({rows} rows)")
+            context.log.info(f"{n}-player layer: finishing probabilities computed {computed} ({rows} rows)")
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)
             with warehouse.connect() as con:

@@ -304,9 +304,7 @@ def _layer_asset(n: int, previous):
         computed = ["in this run"]  # what this materialization did, for its metadata
 
         def progress(event: dict) -> None:
-            if event.get("event") == "resumed" and event.get("players") == n:
-                computed[0] = ("read back solved from its checkpoint (an earlier run solved it)" if event["finished"]
-                               else f"resumed from its checkpoint after outer iteration {event['outer']}")
+            computed[0] = computed_after(computed[0], event, n)
             line = layer_log_line(event)
             if line is not None:
                 (context.log.warning if line[0] == "warning" else context.log.info)(line[1])
@@ -338,6 +336,19 @@ def _layer_asset(n: int, previous):
     return layer
 
 
+def computed_after(computed: str, event: dict, n: int) -> str:
+    """The `computed` metadata of the ``n``-player layer's solve once its progress ``event`` has come:
+    how much of the layer this run solved, and how much it took from the layer's checkpoint."""
+    if event.get("players") != n:
+        return computed
+    if event.get("event") == "resumed":
+        return ("read back solved from its checkpoint (an earlier run solved it)" if event["finished"]
+                else f"resumed from its checkpoint after outer iteration {event['outer']}")
+    if event.get("event") == "retrying_held" and computed.startswith("read back"):
+        return "read back from its checkpoint, its states above gamma solved again in this run"
+    return computed
+
+
 def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: float,
                  copied_from: str | None = None) -> dg.MaterializeResult:
     """The materialization of a layer the warehouse already holds (:func:`held_in_warehouse`), or
@@ -354,7 +365,8 @@ def _held_result(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int, wall: 
     rows = {table: con.execute(f"SELECT count(*) FROM {table} WHERE game = ? AND players = ?",
                                [cfg.name, n]).fetchone()[0] for table in LAYER_TABLES}
     return dg.MaterializeResult(
-        metadata={"game": cfg.name, "computed": "in an earlier run (the warehouse holds it)",
+        metadata={"game": cfg.name, "computed": "in an earlier run (the warehouse holds it)" if copied_from is None
+                  else f"copied in the warehouse from game '{copied_from}', which holds it",
                   "states": n_states(cfg.units, n), "outer_iterations": int(outer), "cfr_iterations": int(its),
                   "exact_checks_in_outer_iterations": int(checks_done), "max_exploitability_usd": float(worst),
                   "gamma_usd": cfg.gamma, "outer_iterations_wall_s": round(float(outer_wall), 2),

@@ -1242,6 +1242,24 @@ def test_a_seats_long_simulation_logs_its_progress_at_most_every_minute():
     assert lines == ["harville vs equilibrium, hero BU: 40 of 100 tournaments (40 %), 60 s so far, about 90 s left"]
 
 
+def test_a_solves_computed_metadata_follows_its_checkpoint_events():
+    """The `computed` metadata: solved in this run, read back solved, resumed after an outer
+    iteration, or read back and its held states solved again (a retry); another layer's events
+    change nothing."""
+    from assets.solve import computed_after
+
+    fresh = "in this run"
+    read_back = computed_after(fresh, {"event": "resumed", "players": 3, "finished": True, "outer": 9}, 3)
+    assert read_back == "read back solved from its checkpoint (an earlier run solved it)"
+    assert computed_after(fresh, {"event": "resumed", "players": 3, "finished": False, "outer": 4}, 3) \
+        == "resumed from its checkpoint after outer iteration 4"
+    assert computed_after(read_back, {"event": "retrying_held", "players": 3}, 3) \
+        == "read back from its checkpoint, its states above gamma solved again in this run"
+    assert computed_after(fresh, {"event": "retrying_held", "players": 3}, 3) == fresh  # (a retry within the run)
+    assert computed_after(fresh, {"event": "resumed", "players": 2, "finished": True, "outer": 9}, 3) == fresh
+    assert computed_after(fresh, {"event": "outer", "players": 3}, 3) == fresh
+
+
 def test_a_rebuild_takes_a_finished_layer_the_warehouse_holds_as_it_is(tiny_build, tmp_path, monkeypatch):
     """With the finished checkpoints of the layers the warehouse holds, the solve assets solve
     nothing and write nothing (the 45-unit 5-player layer would compile its hands, read 15 GB back
@@ -1445,6 +1463,7 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     solved = {e.asset_key.to_user_string(): e.materialization.metadata
               for e in result.get_asset_materialization_events()}
     assert "copied in the warehouse from game 'tiny'" in solved["solve_2p"]["unchanged"].value
+    assert solved["solve_2p"]["computed"].value == "copied in the warehouse from game 'tiny', which holds it"
     assert "unchanged" not in solved["solve_3p"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "model_nodes", "nemesis_values",
