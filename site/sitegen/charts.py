@@ -18,6 +18,9 @@ FGS_LIGHTEST, FGS_DARKEST = (0xc0, 0x8f, 0xd8), (0x3f, 0x00, 0x7d)
 """Ends of the purple ramp of the FGS-d lines: FGS-1 lightest, the deepest FGS in a chart darkest."""
 OTHER_COLOR = "#8c564b"
 
+ICM_FAMILY = ("harville", "weitzman", "roberts")
+"""The equity models without a sweep, in the order every page lists them (then FGS by depth)."""
+
 FACET_COLUMNS = 2
 """Panels per row of the charts with one panel per player count: two fit the text column at full
 size, where four in a row had to be shrunk to half (unreadable axis labels)."""
@@ -116,7 +119,7 @@ def payoff_vs_stack(df: pd.DataFrame) -> alt.Chart:
     prop = df.drop_duplicates("stack")[["stack", "proportional"]].rename(columns={"proportional": "payoff"})
     prop["model"] = "proportional"
     data = pd.concat([df[["model", "stack", "payoff"]], prop], ignore_index=True)
-    models = [m for m in ("harville", "weitzman", "roberts", "proportional") if m in set(data["model"])]
+    models = [m for m in (*ICM_FAMILY, "proportional") if m in set(data["model"])]
     return (
         alt.Chart(data, title="Mean payoff by stack size")
         .mark_line(point=True)
@@ -132,8 +135,9 @@ def payoff_vs_stack(df: pd.DataFrame) -> alt.Chart:
     )
 
 
-def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
-    """Stacked bars: each player's finishing distribution under each model. ``df``: model, player_label, place, probability."""
+def example_finishing_bars(df: pd.DataFrame, models: list[str]) -> alt.Chart:
+    """Stacked bars: each player's finishing distribution under each model, a row per model in the
+    order of ``models`` (the tables' above). ``df``: model, player_label, place, probability."""
     return (
         alt.Chart(df, title="Finishing probabilities on the example stacks")
         .mark_bar()
@@ -141,8 +145,7 @@ def example_finishing_bars(df: pd.DataFrame) -> alt.Chart:
             x=alt.X("probability:Q", title="probability", stack="zero", scale=alt.Scale(domain=[0, 1])),
             y=alt.Y("player_label:N", title="player (stack)", sort=None),
             color=alt.Color("place:O", title="place", scale=alt.Scale(scheme="viridis")),
-            row=alt.Row("model:N", title="model", sort=[m for m in ("harville", "weitzman", "roberts")
-                                                          if m in set(df["model"])]),
+            row=alt.Row("model:N", title="model", sort=models),
             tooltip=["model:N", "player_label:N", "place:O", alt.Tooltip("probability:Q", format=".4f")],
         )
         .properties(width=520, height=110)
@@ -215,7 +218,7 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
     )
     rule = alt.Chart(pd.DataFrame({"g": [np.log10(gamma)]})).mark_rule(color="black", strokeDash=[4, 4]).encode(
         x=alt.X("g:Q", title=f"log10 {title}"), tooltip=[alt.Tooltip("g:Q", title="log10 gamma")])
-    left_out = f"; {zeros:,} {count_title} at exactly 0 $, not drawn" if zeros else ""
+    left_out = f"; {zeros:,} {count_title} at 0 $ (or a rounding below), not drawn" if zeros else ""
     return (bars + rule).properties(width=600, height=260, title=f"Distribution: {title} (dashed: gamma{left_out})")
 
 

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from sitegen import charts
+from sitegen.charts import ICM_FAMILY
 from sitegen.embed import chart_html
 from warehouse.db import frame_markdown
 from warehouse.schema import TABLES
@@ -70,7 +71,7 @@ FROM b GROUP BY players, bin ORDER BY players, bin"""
 
 
 def _game_rows(game: str, condition: str) -> str:
-    return "game = '" + game.replace("'", "''") + "'" + (f" AND {condition}" if condition else "")
+    return "game = '" + game.replace("'", "''") + "'" + (f" AND ({condition})" if condition else "")
 
 
 def log10_histogram(con: duckdb.DuckDBPyConnection, table: str, column: str, game: str,
@@ -82,8 +83,8 @@ def log10_histogram(con: duckdb.DuckDBPyConnection, table: str, column: str, gam
 
 
 def zero_rows(con: duckdb.DuckDBPyConnection, table: str, column: str, game: str, condition: str = "") -> int:
-    """How many of ``game``'s rows (and ``condition``) hold exactly 0 $ in ``column``: the ones a
-    :func:`log10_histogram` leaves out."""
+    """How many of ``game``'s rows (and ``condition``) hold 0 $ or less in ``column`` (a nemesis
+    gain may round to −1e-15): the ones a :func:`log10_histogram` leaves out."""
     return con.execute(f"SELECT count(*) FROM {table} WHERE {_game_rows(game, condition)} AND {column} <= 0"
                        ).fetchone()[0]
 
@@ -331,8 +332,8 @@ WHERE t.rollout = '{rollout_id}' ORDER BY n.k"""
 
 def _example_section(ex: pd.DataFrame, index: int, count: int, stacks: list[float], prizes: str) -> str:
     """One example's finishing matrices (a table per model) and bar chart, from its `model_examples` rows."""
-    blocks = []
-    for m in ["harville", "weitzman", "roberts"]:
+    blocks, order = [], [m for m in ICM_FAMILY if m in set(ex.model)]
+    for m in order:
         sub = ex[ex.model == m]
         if sub.empty:
             continue
@@ -354,7 +355,7 @@ Rows are players (numbered from 1 here; the table's `player` counts from 0), P1 
 probabilities of finishing 1st … last (table `model_examples`, `example = {index}`).
 
 {chr(10).join(blocks)}
-{chart_html(charts.example_finishing_bars(bars), "example-bars" if index == 0 else f"example-bars-{index}")}
+{chart_html(charts.example_finishing_bars(bars, order), "example-bars" if index == 0 else f"example-bars-{index}")}
 """
 
 

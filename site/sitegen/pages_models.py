@@ -17,14 +17,13 @@ def model_order(models: list[str]) -> list[str]:
     """ICM family first, then FGS by depth."""
     def key(m: str):
         fgs = re.fullmatch(r"FGS-(\d+)", m)
-        return (1, int(fgs.group(1))) if fgs else (0, ["harville", "weitzman", "roberts"].index(m)
-                                                   if m in ("harville", "weitzman", "roberts") else 9)
+        return (1, int(fgs.group(1))) if fgs else (0, charts.ICM_FAMILY.index(m) if m in charts.ICM_FAMILY else 9)
     return sorted(models, key=key)
 
 
 def configured_models(cfg: dict) -> list[str]:
     """The models the game is configured to evaluate: the ICM family and FGS-1 … FGS-fgs_depth."""
-    return ["harville", "weitzman", "roberts", *[f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1)]]
+    return [*charts.ICM_FAMILY, *[f"FGS-{d}" for d in range(1, int(cfg.get("fgs_depth", 0)) + 1)]]
 
 
 def _models_named(cfg: dict) -> str:
