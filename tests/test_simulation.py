@@ -253,6 +253,38 @@ def test_dealt_classes_follow_the_card_model(tiny_tensors):
     _chi2_ok(counts, expected * N)
 
 
+def test_deals_follow_the_documented_splitmix64_streams():
+    """The kernel's streams, replayed in plain Python from its docstring's rule: tournament t starts
+    at mix64(mix64(seed) + (t + 1)·γ), each draw adds γ and outputs mix64 of the state, a combo is
+    (x >> 32)·1326 >> 32, redrawn while it shares a card with the hands dealt before. Pins the
+    streams (and so every seeded result) through any rewrite of how the kernel carries them."""
+    from engine.cards import COMBO_OFFSETS, COMBOS
+
+    mask, gamma = 2 ** 64 - 1, 0x9E3779B97F4A7C15
+
+    def mix64(z):
+        z &= mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    combo_class = np.searchsorted(COMBO_OFFSETS, np.arange(len(COMBOS)), side="right") - 1
+    seed, samples, hands = 3, 50, 3
+    expected = np.empty((samples, hands), np.int64)
+    for t in range(samples):
+        state, used = mix64(mix64(seed) + (t + 1) * gamma), set()
+        for h in range(hands):
+            while True:
+                state = (state + gamma) & mask
+                combo = ((mix64(state) >> 32) * 1326) >> 32
+                cards = {int(c) for c in COMBOS[combo]}
+                if not cards & used:
+                    break
+            used |= cards
+            expected[t, h] = combo_class[combo]
+    np.testing.assert_array_equal(sample_deals(seed, samples, hands), expected)
+
+
 def test_kernel_removes_in_pot_cards(game, tiny_tensors):
     """Fake showdown table: the first dealt hand wins iff both hands have the same class, which
     is much rarer with card removal (Σ joint2[a, a] = 0.47 %) than without (Σ p1² = 0.74 %)."""
