@@ -17,7 +17,8 @@ import pandas as pd
 
 from assets.paths import EQUILIBRIUM, ex_post_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit, warehouse_rows_digest
+from assets.resume import (KEPT_UNIT_COMPUTED, UnitCheckpoint, game_cache_dir, rows_digest, rows_of_kept_unit,
+                           warehouse_rows_digest)
 from assets.solve import equilibrium_tensors, per_layer_asset, per_layer_chain, read_layer_table, require_strategies
 from engine.best_response import nemesis_layer
 from engine.config import GameConfig
@@ -150,8 +151,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                 record = None
             else:
                 kept = n * m
-                computed = ("in an earlier run (the warehouse holds them)" if found == "held" else
-                            "for a game with the same equilibrium, taken from its checkpoint")
+                computed = KEPT_UNIT_COMPUTED[found]
                 context.log.info(f"{n}-player layer: the nemesis values of this equilibrium are in the warehouse "
                                  f"already ({kept} rows)" if found == "held" else
                                  f"{n}-player layer: the nemesis values of this equilibrium, checked for a "

@@ -25,7 +25,7 @@ import pandas as pd
 from assets.ex_post import equilibrium_fingerprint, read_strategies
 from assets.paths import finishing_unit
 from assets.resources import GameResource, WarehouseResource, skipped_layer
-from assets.resume import UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
+from assets.resume import KEPT_UNIT_COMPUTED, UnitCheckpoint, game_cache_dir, rows_of_kept_unit, warehouse_rows_digest
 from assets.solve import (equilibrium_tensors, lower_layers, per_layer_asset, per_layer_chain,
                           require_strategies)
 from engine.config import GameConfig
@@ -133,8 +133,7 @@ def _finishing_asset(n: int, deps: list) -> dg.AssetsDefinition:
         computed = "in this run"
         if found is not None:
             rows = unit["rows"]
-            computed = ("in an earlier run (the warehouse holds them)" if found == "held" else
-                        "for a game with the same equilibrium, taken from its checkpoint")
+            computed = KEPT_UNIT_COMPUTED[found]
             context.log.info(f"{n}-player layer: finishing probabilities computed {computed} ({rows} rows)")
         else:  # the hand trees only when they are needed (about 2 minutes for the 45-unit 5-player layer)
             stacks, hands = compile_layer(cfg.units, n, cfg.payouts)

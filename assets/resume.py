@@ -277,6 +277,12 @@ def rows_of_kept_unit(con: duckdb.DuckDBPyConnection, done: UnitCheckpoint, unit
     return "restored" if rows_from_checkpoint(con, done, unit, table, key, expected) else None
 
 
+KEPT_UNIT_COMPUTED = {"held": "in an earlier run (the warehouse holds them)",
+                      "restored": "for a game with the same equilibrium, taken from its checkpoint"}
+"""The `computed` metadata of a unit that :func:`rows_of_kept_unit` found, by where it found its rows
+(a unit done in this run says "in this run")."""
+
+
 def kept_record(folder: Path, unit: str, stamped: dict[str, Any] | None = None) -> tuple[dict, float] | None:
     """The record a :class:`UnitCheckpoint` in ``folder`` keeps for ``unit``, and when it was saved
     (POSIX time), whatever its stamp's fingerprints; None when there is none, or when its stamp

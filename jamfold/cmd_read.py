@@ -37,10 +37,11 @@ def cmd_sql(args: argparse.Namespace) -> None:
             statements = con.extract_statements(query)
             if len(statements) != 1:
                 raise UsageError(f"QUERY: give one SQL query; this has {len(statements)} statements")
+            text = _without_terminator(statements[0].query)
             if args.csv:
-                _print_csv(con, statements[0])
+                _print_csv(con, text, statements[0].type)
             else:
-                rows = con.sql(_without_terminator(statements[0].query))
+                rows = con.sql(text)
                 if rows is not None:  # (None: a statement without rows)
                     rows.show()
         except duckdb.Error as exc:  # (a typo, a table the warehouse lacks, a write: one line, no traceback)
@@ -50,8 +51,9 @@ def cmd_sql(args: argparse.Namespace) -> None:
             raise UsageError(f"QUERY: {' '.join(said)}") from None
 
 
-def _print_csv(con, statement) -> None:
-    """Every row of ``statement`` as CSV with a header line, each value as DuckDB writes it (DuckDB
+def _print_csv(con, query: str, kind) -> None:
+    """Every row of ``query`` (one statement of type ``kind``, its ending semicolons and comments
+    stripped: :func:`_without_terminator`) as CSV with a header line, each value as DuckDB writes it (DuckDB
     casts them to text: lists, maps, intervals, timestamps), NULL as an empty field; a SELECT is
     streamed 10,000 rows at a time (a table of millions of rows)."""
     import csv
@@ -59,11 +61,11 @@ def _print_csv(con, statement) -> None:
     import duckdb
 
     out = csv.writer(sys.stdout, lineterminator="\n")
-    rows = con.sql(statement.query)
+    rows = con.sql(query)
     if rows is None:
         return
-    if statement.type == duckdb.StatementType.SELECT:  # (run before the header, so an error prints no line)
-        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM (\n{_without_terminator(statement.query)}\n)")
+    if kind == duckdb.StatementType.SELECT:  # (run before the header, so an error prints no line)
+        result = con.execute(f"SELECT COLUMNS(*)::VARCHAR FROM (\n{query}\n)")
         out.writerow(rows.columns)
         while batch := result.fetchmany(10_000):
             out.writerows(batch)

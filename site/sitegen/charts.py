@@ -206,7 +206,7 @@ def exploitability_histogram(bins: pd.DataFrame, gamma: float, title: str = "exp
                              count_title: str = "states", zeros: int = 0) -> alt.Chart:
     """Distribution of gains (log10 $), stacked by player count, from counts already binned
     (:func:`sitegen.pages.log10_histogram`: players, bin_start, bin_end, count); ``zeros``, the
-    rows at exactly 0 $ that a log axis cannot show, are counted in the title. The player counts'
+    rows at 0 $ (or a rounding below) that a log axis cannot show, are counted in the title. The player counts'
     colours avoid red and black, and gamma is a black dashed rule."""
     bars = alt.Chart(bins).mark_bar(opacity=0.8).encode(
         x=alt.X("bin_start:Q", bin="binned", title=f"log10 {title}"),

@@ -335,8 +335,6 @@ def _example_section(ex: pd.DataFrame, index: int, count: int, stacks: list[floa
     blocks, order = [], [m for m in ICM_FAMILY if m in set(ex.model)]
     for m in order:
         sub = ex[ex.model == m]
-        if sub.empty:
-            continue
         wide = sub.pivot_table(index=["player", "stack", "payoff"], columns="place", values="probability").reset_index()
         wide.columns = ["player", "stack", "payoff $", *[f"P{c}" for c in wide.columns[3:]]]
         wide["player"] = wide["player"] + 1
