@@ -256,6 +256,8 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
                          "were made without a triple table (heads-up hands only)")
     rows, thresholds = _stack_profiles(compact)
     st_rec, out_rec = game.kernel_records
+    heads_up = kernel.heads_up_layout_ok(game.key_root, game.key_node_off, game.key_term_off, game.node_actor,
+                                         game.node_fold, game.node_jam, game.term_ndeal, game.term_out)
     nb = -(-tournaments // kernel.BLOCK)
     pay_sum = np.zeros((nb, n))
     pay_cross = np.zeros((nb, n, n))
@@ -275,7 +277,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
                                game.key_term_off, game.node_actor, game.node_fold, game.node_jam, game.term_ndeal,
                                game.term_out, out_rec, game.share, sampler.win2, sampler.order3,
                                pay_sum[lo:hi], pay_cross[lo:hi], place_cnt[lo:hi], hands[lo:hi], unfinished[lo:hi],
-                               events[lo:hi])
+                               events[lo:hi], heads_up)
         if progress is not None:
             progress(min(hi * kernel.BLOCK, tournaments), tournaments)
     wall = time.perf_counter() - t0

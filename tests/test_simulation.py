@@ -550,6 +550,48 @@ def test_hand_events_count_decisions_and_showdowns(game, sampler):
     assert abs(ev["two_way"] - 0.25) < 4 * np.sqrt(0.25 * 0.75 / N)
 
 
+def test_heads_up_hands_are_the_general_tree_walks_hands(game, sampler, monkeypatch):
+    """The kernel plays heads-up hands from trees written out in code (:data:`HEADS_UP_KEYS`, two
+    seats in registers); packed games of 2 to 5 players have exactly those trees, and with the
+    general tree walk instead the tournaments are the same to the bit: every blind all-in case
+    (at 6 units heads-up stacks of 1 and 2 put the blinds all-in), random mixed profiles, and
+    tournaments cut short by the hand cap before, at and after heads-up play began."""
+    import engine.simulation as simulation
+    from engine.simulation_kernel import heads_up_layout_ok
+
+    def layout(g):
+        return (g.key_root, g.key_node_off, g.key_term_off, g.node_actor, g.node_fold, g.node_jam, g.term_ndeal,
+                g.term_out)
+
+    for n in (2, 4, 5):
+        assert heads_up_layout_ok(*layout(pack_game(7, n, PAYOUTS[:min(n, 3)]))), n
+    assert heads_up_layout_ok(*layout(game))
+    swapped = list(layout(game))
+    swapped[5] = game.node_fold.copy()  # every jam child made a fold child: not the written-out trees
+    assert not heads_up_layout_ok(*swapped)
+
+    rng = np.random.default_rng(5)
+    rows = game.total_nodes
+    mixed = rng.random((rows, 169)).astype(np.float32)
+    jammy = np.where(rng.random((rows, 169)) < 0.7, 1.0, rng.random((rows, 169))).astype(np.float32)
+    assert {2 * int(a <= 1) + int(b <= 2) for a, b in enumerate_states(UNITS, 2)} == {0, 1, 2}
+    three = pack_game(3, 2, PAYOUTS[:2])  # both blinds all-in (key 3) needs stacks (1, 2)
+    coin = np.full((three.total_nodes, 169), 0.5, np.float32)
+    cases = [(game, [mixed], [0, 0, 0], START, 100_000), (game, [jammy, mixed], [1, 0, 1], START, 100_000),
+             (game, [mixed], [0, 0, 0], START, 1), (game, [jammy], [0, 0, 0], START, 3),
+             (game, [mixed], [0, 0, 0], START, 6), (three, [coin], [0, 0], (1, 2), 100_000),
+             (three, [coin], [0, 0], (2, 1), 100_000)]
+    for g, profiles, seats, start, max_hands in cases:
+        fast = simulate(g, profiles, seats, start, 30_000, seed=8, tensors=sampler, max_hands=max_hands)
+        with monkeypatch.context() as m:
+            m.setattr(simulation.kernel, "heads_up_layout_ok", lambda *arrays: False)
+            walked = simulate(g, profiles, seats, start, 30_000, seed=8, tensors=sampler, max_hands=max_hands)
+        assert np.array_equal(fast.mean, walked.mean) and np.array_equal(fast.cov, walked.cov), max_hands
+        assert np.array_equal(fast.finishing, walked.finishing) and fast.mean_hands == walked.mean_hands
+        assert fast.hand_events == walked.hand_events and fast.unfinished == walked.unfinished
+        assert (fast.unfinished > 0) == (max_hands < 100_000)
+
+
 def test_hand_cap_counts_unfinished_tournaments(game, eq, sampler):
     res = simulate(game, [eq], [0, 0, 0], START, 20_000, seed=1, tensors=sampler, max_hands=1)
     assert res.mean_hands == 1.0 and 0 < res.unfinished < 20_000
