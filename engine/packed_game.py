@@ -77,18 +77,30 @@ class PackedGame:
         return int(self.state_node[-1] + self.key_node_off[k + 1] - self.key_node_off[k])
 
     @cached_property
-    def kernel_records(self) -> tuple[np.ndarray, np.ndarray]:
-        """(st_rec int64[S, 4], out_rec uint8[O, 3 + players]): the per-state and per-outcome
-        fields packed so that each is one cache line (see :mod:`engine.simulation_kernel`)."""
+    def kernel_records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(st_rec int64[S, 4], out_rec uint8[O, 16], the same outcome records as uint32[O, 4]): the
+        per-state fields (players, key, first profile row, first outcome) and the per-outcome
+        records of :mod:`engine.simulation_kernel`, which carry the next state's fields, so that a
+        hand reads one 16-byte record between its outcome and the next state's profile rows
+        (0.93 of the time with the state's record read in between; PERFORMANCE.md)."""
+        from engine.simulation_kernel import MAX_SEATS, OUT_CODES, OUT_KEY, OUT_PLAYERS, OUT_RECORD_BYTES, OVER
+
         st_rec = np.stack([self.state_players, self.state_key, self.state_node, self.state_out], axis=1)
-        out_rec = np.empty((len(self.out_next), 3 + self.players), np.uint8)
-        nxt = self.out_next.astype(np.int64) + 1
-        if nxt.size and nxt.max() >= 2 ** 24:
-            raise ValueError("too many states for the 3-byte next-state field")
-        for j in range(3):
-            out_rec[:, j] = (nxt >> (8 * j)) & 0xFF
-        out_rec[:, 3:] = self.out_code.view(np.uint8)
-        return np.ascontiguousarray(st_rec, dtype=np.int64), out_rec
+        if self.players > MAX_SEATS:  # (and so at most 4 · (MAX_SEATS − 1) keys, all below OVER)
+            raise ValueError(f"the simulation plays at most {MAX_SEATS} players")
+        if max(self.state_node.max(initial=0), self.state_out.max(initial=0)) >= 2 ** 32:
+            raise ValueError("too many profile rows or outcomes for the 4-byte fields of an outcome record")
+        out_rec = np.zeros((len(self.out_next), OUT_RECORD_BYTES), np.uint8)
+        words = out_rec.view(np.uint32)  # (O, 4), the same memory
+        nxt = self.out_next.astype(np.int64)
+        live = nxt >= 0
+        words[live, 0] = self.state_node[nxt[live]]
+        words[live, 1] = self.state_out[nxt[live]]
+        out_rec[:, OUT_KEY] = OVER
+        out_rec[live, OUT_KEY] = self.state_key[nxt[live]]
+        out_rec[live, OUT_PLAYERS] = self.state_players[nxt[live]]
+        out_rec[:, OUT_CODES:OUT_CODES + self.players] = self.out_code.view(np.uint8)
+        return np.ascontiguousarray(st_rec, dtype=np.int64), out_rec, words
 
     def state_id(self, stacks: Sequence[int]) -> int:
         """Global id of the state ``stacks`` (acting order; must sum to ``units``)."""

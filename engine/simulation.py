@@ -255,7 +255,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
         raise ValueError(f"a {game.players}-player game needs the three-way showdown table; these tensors "
                          "were made without a triple table (heads-up hands only)")
     rows, thresholds = _stack_profiles(compact)
-    st_rec, out_rec = game.kernel_records
+    st_rec, out_rec, out_words = game.kernel_records
     heads_up = kernel.heads_up_layout_ok(game.key_root, game.key_node_off, game.key_term_off, game.node_actor,
                                          game.node_fold, game.node_jam, game.term_ndeal, game.term_out)
     nb = -(-tournaments // kernel.BLOCK)
@@ -275,7 +275,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
                                np.int64(game.total_nodes), np.uint64(seed % 2**64), np.int64(tournaments),
                                np.int64(lo), np.int64(max_hands), st_rec, game.key_root, game.key_node_off,
                                game.key_term_off, game.node_actor, game.node_fold, game.node_jam, game.term_ndeal,
-                               game.term_out, out_rec, game.share, sampler.win2, sampler.order3,
+                               game.term_out, out_rec, out_words, game.share, sampler.win2, sampler.order3,
                                pay_sum[lo:hi], pay_cross[lo:hi], place_cnt[lo:hi], hands[lo:hi], unfinished[lo:hi],
                                events[lo:hi], heads_up)
         if progress is not None:

@@ -27,9 +27,11 @@ sort does not matter. 818,805 rows of 5 uint32 cumulative thresholds take 16 MB 
 in cache (on a 15-unit game whose synthetic profile has 0.39 three-way showdowns a hand, 11 %
 less time, interleaved A/B runs in one process; 5 % on its equilibrium, 0.045 a hand).
 
-Outcome records (``out_rec[outcome]``, uint8): bytes 0–2 = next global state + 1 (little endian;
-0 = the tournament is over), then one code byte per old position: < 128 = seat in the next state;
-otherwise the player's place is decided now and ``256 − code = 8 · best_place + tied``, where
+Outcome records (``out_rec[outcome]``, 16 bytes, :data:`OUT_RECORD_BYTES`): the next state's own
+record, so that a hand goes from its outcome to the next state's profile rows without a load in
+between — bytes 0–3 its first profile row and 4–7 its first outcome (two uint32), byte 8
+its key (:data:`OVER` = the tournament is over), byte 9 its players — then from byte 10
+(:data:`OUT_CODES`) one code byte per old position: < 128 = seat in the next state; otherwise the player's place is decided now and ``256 − code = 8 · best_place + tied``, where
 ``tied`` players eliminated with equal starting stacks share the places best_place …
 best_place+tied−1 (the tournament winner has best_place 1, tied 1). The prize ($) is
 ``share[best_place, tied]``; the *sampled* place of a tied player is a uniformly random one of the
@@ -76,6 +78,13 @@ from engine.rollout import N_TRIPLE_ROWS, triple_classes
 
 BLOCK = 1024  # tournaments per block (the unit of parallel work and of the ordered sums)
 MAX_SEATS = 6
+OUT_RECORD_BYTES = 16
+"""Bytes of an outcome record (see the module docstring): 10 for the next state, one per seat."""
+OUT_KEY = 8
+OUT_PLAYERS = 9
+OUT_CODES = 10
+OVER = 255
+"""The key byte of an outcome that ends the tournament."""
 
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -293,7 +302,7 @@ def jams(rows, thresholds, r, c, u32):
 @njit(cache=True, parallel=True)
 def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tournaments, block0, max_hands,
                     st_rec, key_root, key_node_off, key_term_off, nd_actor, nd_fold, nd_jam,
-                    tm_ndeal, tm_out, out_rec, share, win2, order3,
+                    tm_ndeal, tm_out, out_rec, out_words, share, win2, order3,
                     pay_sum, pay_cross, place_cnt, hands_sum, unfinished, events, heads_up=True):
     """Play blocks ``block0``, ``block0`` + 1, … (as many as ``pay_sum`` has rows) of the
     ``tournaments`` tournaments from global state ``start``; sums per block of BLOCK (row b of the
@@ -303,7 +312,9 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
     The player starting in position i uses profile ``seat_prof[i]``: compact rows (see
     :func:`compact_rows`) ``seat_prof[i] · profile_rows`` … of the stacked ``rows``, whose word 6
     indexes the stacked ``thresholds``.
-    ``st_rec[g]`` = (players, key, first profile row, first outcome) of global state g. Writes,
+    ``st_rec[start]`` = (players, key, first profile row, first outcome) of the start state; every
+    later state's are in the outcome record that leads to it (``out_rec``, and ``out_words`` = the
+    same records as uint32, see :data:`OUT_RECORD_BYTES`). Writes,
     per block b: ``pay_sum[b, i]`` ($), ``pay_cross[b, i, j]`` (Σ pay_i·pay_j, $²),
     ``place_cnt[b, i, q]`` (finished in place q+1), ``hands_sum[b]``, ``events[b]`` = (decisions,
     2-way showdowns, 3-way showdowns) and ``unfinished[b]``
@@ -342,21 +353,23 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                 seat_base[i] = seat_prof[i] * profile_rows
                 pay[i] = 0.0
                 place[i] = 0
-            g = start
+            n = n0  # the hand's state: players, key, first profile row, first outcome (in registers)
+            k = st_rec[start, 1]
+            row0 = st_rec[start, 2]
+            out0 = st_rec[start, 3]
+            live = True
             hands = 0
-            while g >= 0 and hands < max_hands:
+            while live and hands < max_hands:
                 hands += 1
-                n = st_rec[g, 0]
                 if n == 2 and heads_up:  # the rest of the tournament is heads-up (16 of 23 hands at 45 units)
-                    s, hands, g, out, decisions, showdowns = _heads_up_hands(
-                        s, hands, max_hands, g, seat_player, seat_base, rows, thresholds, st_rec, out_rec, win2)
+                    s, hands, out, decisions, showdowns = _heads_up_hands(
+                        s, hands, max_hands, k, row0, out0, seat_player, seat_base, rows, thresholds, out_rec,
+                        out_words, win2)
                     b_decisions += decisions
                     b_two += showdowns
-                    if out < 0:  # stopped at max_hands, still in state g
+                    if out < 0:  # stopped at max_hands, still playing
                         break
                 else:
-                    k = st_rec[g, 1]
-                    row0 = st_rec[g, 2]
                     ref = np.int64(key_root[k])
                     koff = key_node_off[k]
                     used = np.uint64(0)
@@ -383,10 +396,10 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                         used |= bits
                         cls[i] = c
                     s, o = draw_order(s, nd, cls[0], cls[1], cls[2], win2, order3)
-                    out = st_rec[g, 3] + tm_out[kt] + o
+                    out = out0 + tm_out[kt] + o
                 ntied = np.int64(0)  # (a literal 0 would compile _break_ties twice)
                 for p in range(n):
-                    code = np.int64(out_rec[out, 3 + p])
+                    code = np.int64(out_rec[out, OUT_CODES + p])
                     pid = seat_player[p]
                     if code < 128:
                         new_seat[code] = pid
@@ -401,15 +414,18 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
                             ntied += 1
                 if ntied > 0:
                     s = _break_ties(s, tied, ntied, out_rec, out, seat_player, place, group)
-                g = (np.int64(out_rec[out, 0]) | (np.int64(out_rec[out, 1]) << 8)
-                     | (np.int64(out_rec[out, 2]) << 16)) - 1
-                if g >= 0:
-                    for i in range(st_rec[g, 0]):
+                k = np.int64(out_rec[out, OUT_KEY])
+                live = k != OVER
+                if live:
+                    n = np.int64(out_rec[out, OUT_PLAYERS])
+                    row0 = np.int64(out_words[out, 0])
+                    out0 = np.int64(out_words[out, 1])
+                    for i in range(n):
                         pid = new_seat[i]
                         seat_player[i] = pid
                         seat_base[i] = seat_prof[pid] * profile_rows
             b_hands += hands
-            if g >= 0:
+            if live:
                 b_unfinished += 1
             for i in range(n0):
                 b_sum[i] += pay[i]
@@ -463,14 +479,16 @@ def _heads_up_order(s, c0, c1, win2):
 
 
 @njit(cache=True)
-def _heads_up_hands(s, hands, max_hands, g, seat_player, seat_base, rows, thresholds, st_rec, out_rec, win2):
+def _heads_up_hands(s, hands, max_hands, k, row0, out0, seat_player, seat_base, rows, thresholds, out_rec, out_words,
+                    win2):
     """Heads-up hands from state ``g`` (hand number ``hands``) until one ends the tournament, with
     the trees of :data:`HEADS_UP_KEYS` written out and the two seats in registers. The same draws in
     the same order as the general tree walk of :func:`simulate_blocks`, so the same tournaments,
     in about 0.7 of the time on the bench's 45-unit 5-player profile (interleaved A/B;
-    PERFORMANCE.md, "The simulation"). Returns (stream state, hands, the state of the last hand,
-    its outcome — or −1 when ``max_hands`` stopped the tournament in state g —, decisions,
-    showdowns); the caller settles the last outcome."""
+    PERFORMANCE.md, "The simulation"). ``k``, ``row0``, ``out0``: the first hand's key, first
+    profile row and first outcome. Returns (stream state, hands, the last hand's outcome — or −1
+    when ``max_hands`` stopped the tournament before its end —, decisions, showdowns); the caller
+    settles the last outcome."""
     p0 = seat_player[0]
     p1 = seat_player[1]
     b0 = seat_base[0]
@@ -478,9 +496,7 @@ def _heads_up_hands(s, hands, max_hands, g, seat_player, seat_base, rows, thresh
     decisions = 0
     showdowns = 0
     while True:
-        k = st_rec[g, 1]
-        row0 = st_rec[g, 2]
-        out = st_rec[g, 3]
+        out = out0
         if k <= 1:  # the SB decides
             decisions += 1
             s, bits0, c0, u32 = draw_hand(s, np.uint64(0))
@@ -505,13 +521,14 @@ def _heads_up_hands(s, hands, max_hands, g, seat_player, seat_base, rows, thresh
             s, _, c1, _ = draw_hand(s, bits0)
             s, o = _heads_up_order(s, c0, c1, win2)
             out += o
-        nxt = (np.int64(out_rec[out, 0]) | (np.int64(out_rec[out, 1]) << 8) | (np.int64(out_rec[out, 2]) << 16)) - 1
-        if nxt < 0:  # this hand ends the tournament
+        k = np.int64(out_rec[out, OUT_KEY])
+        if k == OVER:  # this hand ends the tournament
             break
-        if out_rec[out, 3] != 0:  # the SB moves to the BB (the button passes)
+        if out_rec[out, OUT_CODES] != 0:  # the SB moves to the BB (the button passes)
             p0, p1 = p1, p0
             b0, b1 = b1, b0
-        g = nxt
+        row0 = np.int64(out_words[out, 0])
+        out0 = np.int64(out_words[out, 1])
         if hands >= max_hands:
             out = -1
             break
@@ -520,7 +537,7 @@ def _heads_up_hands(s, hands, max_hands, g, seat_player, seat_base, rows, thresh
     seat_player[1] = p1
     seat_base[0] = b0
     seat_base[1] = b1
-    return s, hands, g, out, decisions, showdowns
+    return s, hands, out, decisions, showdowns
 
 
 @njit(cache=True)
@@ -531,12 +548,12 @@ def _break_ties(s, tied, ntied, out_rec, out, seat_player, place, group):
         pa = tied[a]
         if pa < 0:
             continue
-        v = 256 - np.int64(out_rec[out, 3 + pa])
+        v = 256 - np.int64(out_rec[out, OUT_CODES + pa])
         best = v >> 3
         m = 0
         for j in range(a, ntied):
             pj = tied[j]
-            if pj >= 0 and 256 - np.int64(out_rec[out, 3 + pj]) == v:
+            if pj >= 0 and 256 - np.int64(out_rec[out, OUT_CODES + pj]) == v:
                 group[m] = pj
                 m += 1
                 tied[j] = -1
