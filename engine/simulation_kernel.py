@@ -39,9 +39,10 @@ shared places (a random permutation within the tie).
 
 **Speed** (45-unit 5-player start, ``python -m engine.bench_simulation``, 2-core AMD EPYC VM,
 a synthetic profile that mixes one class per node): about 70 ns per hand per thread, 1.2 M
-tournaments/s on 2 threads. The time goes to chains of dependent cache misses (state → profile
-row per decision → outcome record → next state; a dependent load beyond ~8 MB measured 110–210
-ns here) and to mispredicted jam/fold branches, so the profile is played in its compact form
+tournaments/s on 2 threads (stop 57; 1.0–1.45 M on the 8 MiB-L3 VM after stop 79's changes below).
+The time goes to chains of dependent cache misses (profile row per decision → outcome record,
+which holds the next state's record → the next state's rows; a dependent load beyond ~8 MB
+measured 110–210 ns here) and to mispredicted jam/fold branches, so the profile is played in its compact form
 (:func:`compact_rows`: one 64-byte line per node instead of 169 float32 over 11 lines; 196 MiB
 instead of 1.8 GiB for that game, so far more of the visited rows stay in the 32 MB L3):
 1.24 M/s against 0.95 M/s for the dense float32 rows on the same day. Tried and measured
@@ -62,7 +63,9 @@ profile above (whose equal stacks often bust together). The random stream's stat
 that each draw returns, not a one-element array: 8–9 % less time (stop 78). Heads-up hands, 16.1
 of the 23.4 a tournament plays from the 45-unit 5-player start, are played by :func:`_heads_up_hands`
 from the four heads-up trees written out in code, the two seats in registers: the same draws and
-tournaments as the general tree walk, in about 0.78 of the whole time (stop 79).
+tournaments as the general tree walk, in about 0.78 of the whole time (stop 79). Each outcome
+record carries the next state's record, so no state record is read between two hands (another
+0.93; both together 0.74–0.75 of stop 78's kernel, interleaved A/B).
 (The combo index ``(x >> 32) · 1326 >> 32`` is uniform up to a relative 1326/2³² ≈ 3e-7.)
 """
 
