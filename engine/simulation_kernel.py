@@ -31,7 +31,8 @@ Outcome records (``out_rec[outcome]``, 16 bytes, :data:`OUT_RECORD_BYTES`): the 
 record, so that a hand goes from its outcome to the next state's profile rows without a load in
 between — bytes 0–3 its first profile row and 4–7 its first outcome (two uint32), byte 8
 its key (:data:`OVER` = the tournament is over), byte 9 its players — then from byte 10
-(:data:`OUT_CODES`) one code byte per old position: < 128 = seat in the next state; otherwise the player's place is decided now and ``256 − code = 8 · best_place + tied``, where
+(:data:`OUT_CODES`) one code byte per old position: < 128 = seat in the next state; otherwise
+the player's place is decided now and ``256 − code = 8 · best_place + tied``, where
 ``tied`` players eliminated with equal starting stacks share the places best_place …
 best_place+tied−1 (the tournament winner has best_place 1, tied 1). The prize ($) is
 ``share[best_place, tied]``; the *sampled* place of a tied player is a uniformly random one of the
