@@ -485,12 +485,12 @@ def _heads_up_order(s, c0, c1, win2):
 @njit(cache=True)
 def _heads_up_hands(s, hands, max_hands, k, row0, out0, seat_player, seat_base, rows, thresholds, out_rec, out_words,
                     win2):
-    """Heads-up hands from state ``g`` (hand number ``hands``) until one ends the tournament, with
-    the trees of :data:`HEADS_UP_KEYS` written out and the two seats in registers. The same draws in
-    the same order as the general tree walk of :func:`simulate_blocks`, so the same tournaments,
-    in about 0.7 of the time on the bench's 45-unit 5-player profile (interleaved A/B;
-    PERFORMANCE.md, "The simulation"). ``k``, ``row0``, ``out0``: the first hand's key, first
-    profile row and first outcome. Returns (stream state, hands, the last hand's outcome — or −1
+    """Heads-up hands from the state of key ``k``, first profile row ``row0`` and first outcome
+    ``out0`` (hand number ``hands``) until one ends the tournament, with the trees of
+    :data:`HEADS_UP_KEYS` written out and the two seats in registers. The same draws in the same
+    order as the general tree walk of :func:`simulate_blocks`, so the same tournaments; the whole
+    kernel took 0.78 of its time with it on the bench's 45-unit 5-player profile (interleaved A/B;
+    PERFORMANCE.md, "The simulation"). Returns (stream state, hands, the last hand's outcome — or −1
     when ``max_hands`` stopped the tournament before its end —, decisions, showdowns); the caller
     settles the last outcome."""
     p0 = seat_player[0]
