@@ -169,7 +169,8 @@ def _play_hero_unit(table: _Table, model: str, seed: int, start_values: np.ndarr
                  f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %; {res.mean_hands:.2f} hands a "
                  f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million hands a "
                  f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
-                 f"and {ev['three_way']:.3f} three-way showdowns")
+                 f"and {ev['three_way']:.3f} three-way showdowns ({ev['heads_up']:.1%} of the hands heads-up, "
+                 f"{ev['three_handed']:.1%} three-handed)")
 
     clocks = {h: tournament_progress(log.info, f"{model} vs equilibrium, hero {names[h]}") for h in range(cfg.players)}
     for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed, tensors, on_result=hero_done,

@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"start {start}: {res.mean_hands:.2f} hands per tournament, unfinished {res.unfinished}; the dense float32 "
           f"profile plays the same tournaments: {np.array_equal(dense.mean, same.mean)}")
     print("per hand: " + ", ".join(f"{v:.3f} {k.replace('_', '-')}" for k, v in res.hand_events.items())
-          + " (decisions, and showdowns of two and of three hands)")
+          + " (decisions, showdowns of two and of three hands, and the shares of the hands played heads-up and "
+            "three-handed)")
     print("mean payoff $ per starting position: " + ", ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(res.mean, res.se)))
     print("finishing distribution (rows = starting position, columns = place):")
     print(np.array2string(res.finishing, precision=4))

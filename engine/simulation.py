@@ -186,7 +186,7 @@ class SimulationResult:
     finishing: np.ndarray  # (n, n) probability of finishing in place q+1
     cov: np.ndarray  # (n, n) covariance of the players' payoffs in one tournament ($²)
     mean_hands: float  # hands per tournament
-    hand_events: dict[str, float]  # per hand: decisions, two_way and three_way showdowns (what a hand costs)
+    hand_events: dict[str, float]  # per hand: decisions, showdowns, shares heads-up / three-handed (HAND_EVENTS)
     unfinished: int  # tournaments stopped at max_hands (remaining players paid 0)
     wall_s: float
 
@@ -198,10 +198,13 @@ class SimulationResult:
 
 
 Tensors = Union["ShowdownTensors", "SolverTensors", ShowdownSampler]
-HAND_EVENTS = ("decisions", "two_way", "three_way")
+HAND_EVENTS = ("decisions", "two_way", "three_way", "heads_up", "three_handed")
 """Keys of :attr:`SimulationResult.hand_events`: per hand, the decisions (a dealt hand and its
 jam/fold: a profile row read) and the showdowns of two and of three hands; they say what a hand
-costs (a 3-way showdown reads a 16 MB table, every decision a 64-byte row of the profile)."""
+costs (a 3-way showdown reads a 16 MB table, every decision a 64-byte row of the profile). Then the
+shares of the hands played heads-up and three-handed (the rest had four or more players): a
+heads-up hand, played from trees written out in the kernel with its rows in cache, costs a
+quarter to a third of a five-handed one (PERFORMANCE.md, "The simulation")."""
 
 
 Profile = Union[np.ndarray, CompactProfile]
@@ -264,7 +267,7 @@ def simulate(game: PackedGame, profiles: Sequence[Profile], seat_profile: Sequen
     place_cnt = np.zeros((nb, n, n), np.int64)
     hands = np.zeros(nb, np.int64)
     unfinished = np.zeros(nb, np.int64)
-    events = np.zeros((nb, 3), np.int64)
+    events = np.zeros((nb, len(HAND_EVENTS)), np.int64)
     t0 = time.perf_counter()
     step = nb if progress is None else PROGRESS_CHUNK // kernel.BLOCK
     if progress is not None:

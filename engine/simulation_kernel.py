@@ -321,7 +321,8 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
     same records as uint32, see :data:`OUT_RECORD_BYTES`). Writes,
     per block b: ``pay_sum[b, i]`` ($), ``pay_cross[b, i, j]`` (Σ pay_i·pay_j, $²),
     ``place_cnt[b, i, q]`` (finished in place q+1), ``hands_sum[b]``, ``events[b]`` = (decisions,
-    2-way showdowns, 3-way showdowns) and ``unfinished[b]``
+    2-way showdowns, 3-way showdowns, hands played heads-up, hands played three-handed) and
+    ``unfinished[b]``
     (tournaments stopped after ``max_hands`` hands: the players still in are paid 0 and get no
     place).
     ``heads_up``: play heads-up hands in :func:`_heads_up_hands` (the caller checks the game's
@@ -348,6 +349,8 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
         b_decisions = 0
         b_two = 0
         b_three = 0
+        b_heads_up = 0  # hands played heads-up and three-handed (the rest: four or more players)
+        b_three_handed = 0
         lo_t = (block0 + b) * BLOCK
         hi_t = min(lo_t + BLOCK, tournaments)
         for t in range(lo_t, hi_t):
@@ -366,14 +369,20 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
             while live and hands < max_hands:
                 hands += 1
                 if n == 2 and heads_up:  # the rest of the tournament is heads-up (16 of 23 hands at 45 units)
+                    first = hands
                     s, hands, out, decisions, showdowns = _heads_up_hands(
                         s, hands, max_hands, k, row0, out0, seat_player, seat_base, rows, thresholds, out_rec,
                         out_words, win2)
+                    b_heads_up += hands - first + 1
                     b_decisions += decisions
                     b_two += showdowns
                     if out < 0:  # stopped at max_hands, still playing
                         break
                 else:
+                    if n == 2:
+                        b_heads_up += 1
+                    elif n == 3:
+                        b_three_handed += 1
                     ref = np.int64(key_root[k])
                     koff = key_node_off[k]
                     used = np.uint64(0)
@@ -441,6 +450,8 @@ def simulate_blocks(start, seat_prof, rows, thresholds, profile_rows, seed, tour
         events[b, 0] = b_decisions
         events[b, 1] = b_two
         events[b, 2] = b_three
+        events[b, 3] = b_heads_up
+        events[b, 4] = b_three_handed
         unfinished[b] = b_unfinished
         pay_sum[b, :] = b_sum
         pay_cross[b, :, :] = b_cross

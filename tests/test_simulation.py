@@ -531,7 +531,8 @@ def _pure_path(tree, child: str) -> tuple[int, int]:
 def test_hand_events_count_decisions_and_showdowns(game, sampler):
     """One hand from every state under the pure profiles "all fold" and "all jam": the counted
     decisions and showdowns are those of the path through the state's hand tree (walked here
-    from :func:`engine.hand.hand_tree`); a coin-flip profile heads-up at (3, 3) gives 1.5
+    from :func:`engine.hand.hand_tree`), and the hand is counted heads-up or three-handed by the
+    state's players; a coin-flip profile heads-up at (3, 3) gives 1.5
     decisions (the BB decides after a jam) and a showdown a quarter of the time."""
     rows = game.total_nodes
     for name, dense, child in [("fold", np.zeros((rows, 169), np.float32), "fold_child"),
@@ -543,6 +544,7 @@ def test_hand_events_count_decisions_and_showdowns(game, sampler):
                 ev = simulate(game, [dense], [0] * n, stacks, 50, seed=3, tensors=sampler, max_hands=1).hand_events
                 assert (ev["decisions"], ev["two_way"], ev["three_way"]) == (
                     decisions, float(showdown == 2), float(showdown == 3)), (name, stacks)
+                assert (ev["heads_up"], ev["three_handed"]) == (float(n == 2), float(n == 3)), (name, stacks)
     coin = np.full((rows, 169), 0.5, np.float32)
     N = 200_000
     ev = simulate(game, [coin], [0, 0], (3, 3), N, seed=4, tensors=sampler, max_hands=1).hand_events
@@ -590,6 +592,12 @@ def test_heads_up_hands_are_the_general_tree_walks_hands(game, sampler, monkeypa
         assert np.array_equal(fast.finishing, walked.finishing) and fast.mean_hands == walked.mean_hands
         assert fast.hand_events == walked.hand_events and fast.unfinished == walked.unfinished
         assert (fast.unfinished > 0) == (max_hands < 100_000)
+        # every hand from a 2- or 3-player start is heads-up or three-handed; the heads-up ones are
+        # counted by the written-out hands' loop in one run and hand by hand in the other
+        ev = fast.hand_events
+        heads_up_hands = ev["heads_up"] * fast.mean_hands * fast.tournaments
+        assert abs(ev["heads_up"] + ev["three_handed"] - 1.0) < 1e-12 and abs(heads_up_hands - round(heads_up_hands)) < 1e-6
+        assert (ev["three_handed"] > 0) == (len(start) == 3), start
 
 
 def test_hand_cap_counts_unfinished_tournaments(game, eq, sampler):
