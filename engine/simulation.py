@@ -203,8 +203,10 @@ HAND_EVENTS = ("decisions", "two_way", "three_way", "heads_up", "three_handed")
 jam/fold: a profile row read) and the showdowns of two and of three hands; they say what a hand
 costs (a 3-way showdown reads a 16 MB table, every decision a 64-byte row of the profile). Then the
 shares of the hands played heads-up and three-handed (the rest had four or more players): a
-heads-up hand, played from trees written out in the kernel with its rows in cache, costs a
-quarter to a third of a five-handed one (PERFORMANCE.md, "The simulation")."""
+heads-up hand, played from trees written out in the kernel with its rows in cache, costs a small
+part of a five-handed one (23 against 82 ns of CPU on the bench's profile before those trees were
+written out, less since), so the shares say how much a profile gains from them (PERFORMANCE.md,
+"The simulation")."""
 
 
 Profile = Union[np.ndarray, CompactProfile]
