@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, model, tournaments, seed, replays_build, rows (per "
                          "position or hero seat: solved_value and mean_payoff $, standard_error, roi_pct, finishing), "
-                         "unfinished, tournaments_per_s, mean_hands, hand_events, wall_s")
+                         "unfinished, tournaments_per_s, mean_hands, hand_events (per hand: decisions, two_way and "
+                         "three_way showdowns, the shares heads_up and three_handed), wall_s")
     sm.set_defaults(func=cmd_simulate)
 
     w = sub.add_parser("site", help="rebuild a game's site from the warehouse as it is now (no asset is "

@@ -485,6 +485,8 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert all(abs(r["z"]) < 4 and r["standard_error"] > 0 for r in data["rows"])
     assert np.allclose([sum(r["finishing"]) for r in data["rows"]], 1) and data["unfinished"] == 0
     assert data["tournaments_per_s"] > 0 and data["mean_hands"] > 1 and data["hand_events"]["decisions"] > 0
+    shares = data["hand_events"]["heads_up"], data["hand_events"]["three_handed"]
+    assert 0 < shares[0] < 1 and 0 < shares[1] < 1 and sum(shares) == pytest.approx(1)  # a 3-player game
     code, out, err = run(capsys, *base, "--tournaments", "20000", "--model", "harville", "--hero", "SB",
                          "--stacks", "3", "2", "1", "--json")
     assert code == 0, err
