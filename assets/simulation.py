@@ -33,7 +33,8 @@ from assets.solve import LAYER_ASSETS, equilibrium_tensors, require_strategies
 from engine.config import MODEL_SEED_STEP, GameConfig, model_names, position_names
 from engine.memory import release_free_memory
 from engine.packed_game import load_or_pack_game
-from engine.simulation import ShowdownSampler, compact_profile, direct_match, pack_profile, simulate, simulate_against
+from engine.simulation import (ShowdownSampler, compact_profile, describe_hand_events, direct_match, pack_profile,
+                               simulate, simulate_against)
 from engine.states import enumerate_states
 from warehouse import db
 from warehouse.schema import TABLES
@@ -164,13 +165,10 @@ def _play_hero_unit(table: _Table, model: str, seed: int, start_values: np.ndarr
         simulate(packed, [eq], [0] * cfg.players, cfg.start, 1, cfg.simulation_seed, tensors)
 
     def hero_done(h: int, res) -> None:
-        ev = res.hand_events
         log.info(f"{model} vs equilibrium, hero {names[h]}: {T:,} tournaments in {res.wall_s:.1f} s, "
                  f"ROI {res.roi[h]:+.3f}±{res.roi_se[h]:.3f} %; {res.mean_hands:.2f} hands a "
                  f"tournament, {res.mean_hands * T / max(res.wall_s, 1e-9) / 1e6:.1f} million hands a "
-                 f"second, each with {ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way "
-                 f"and {ev['three_way']:.3f} three-way showdowns ({ev['heads_up']:.1%} of the hands heads-up, "
-                 f"{ev['three_handed']:.1%} three-handed)")
+                 f"second, each with {describe_hand_events(res.hand_events)}")
 
     clocks = {h: tournament_progress(log.info, f"{model} vs equilibrium, hero {names[h]}") for h in range(cfg.players)}
     for h, res in enumerate(simulate_against(packed, prof, eq, cfg.start, T, seed, tensors, on_result=hero_done,

@@ -164,9 +164,9 @@ def _print_simulation(args: argparse.Namespace, cfg, stacks: list[int], position
               + " ".join(f"{x:6.3f}" for x in r["finishing"]))
     import numba
 
-    ev = speed["hand_events"]
+    from engine.simulation import describe_hand_events
+
     print(f"speed: {speed['tournaments_per_s']:,.0f} tournaments a second on {numba.get_num_threads()} threads "
           f"({speed['wall_s']:.1f} s); {speed['mean_hands']:.2f} hands a tournament, each with "
-          f"{ev['decisions']:.2f} decisions, {ev['two_way']:.3f} two-way and {ev['three_way']:.3f} three-way showdowns "
-          f"({ev['heads_up']:.1%} of the hands heads-up, {ev['three_handed']:.1%} three-handed)"
+          f"{describe_hand_events(speed['hand_events'])}"
           + (f"; {unfinished:,} tournaments stopped at the hand cap" if unfinished else ""))
