@@ -357,6 +357,9 @@ def test_equilibrium_self_play_matches_values(game, solved, eq, sampler):
             res = simulate(game, [eq], [0] * n, tuple(row), T, seed=100 + s, tensors=sampler)
             assert res.se.max() < 0.1 and res.unfinished == 0
             assert abs(res.mean.sum() - sum(PAYOUTS[:n])) < 1e-9
+            # ROI is against an even share of the prizes still in play ($80 heads-up, the third paid)
+            assert res.fair == pytest.approx(sum(PAYOUTS[:n]) / n)
+            assert abs(res.roi.sum()) < 1e-9  # every tournament finished: the seats' ROIs sum to 0
             worst = max(worst, float(_z(res, layer.values[s]).max()))
     assert worst < 4.0  # 10 three-player states × 3 positions + 5 heads-up × 2: 40 comparisons
 
