@@ -153,7 +153,8 @@ def test_a_layer_above_gamma_fails_its_check_and_says_how_to_retry(tiny_build, t
 
 def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
     """The layer checks count the states, so rows lost from the warehouse fail them instead of
-    passing on nothing: a state without values, a NULL exploitability, a state without one."""
+    passing on nothing: a state without values, a NULL exploitability, a state without one. (And a
+    value that is off fails the sum.)"""
     import shutil
 
     from assets.solve import _check_layer
@@ -169,6 +170,12 @@ def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
                 for c in _check_layer(con, cfg, 3)}
 
     assert checks()["values_sum_to_open_prizes"][0] and checks()["exploitability_within_gamma"][0]
+    off = "UPDATE equilibrium_values SET value = value + ? WHERE game = ? AND players = 3 AND state_id = 7 AND position = 2"
+    con.execute(off, [0.01, cfg.name])  # a value off by a cent: the state's values miss the open prizes
+    passed, meta = checks()["values_sum_to_open_prizes"]
+    assert not passed and meta["max_error_usd"] == pytest.approx(0.01, rel=1e-6)
+    con.execute(off, [-0.01, cfg.name])
+    assert checks()["values_sum_to_open_prizes"][0]
     con.execute("DELETE FROM equilibrium_values WHERE game = ? AND players = 3 AND state_id = 7 AND position = 2",
                 [cfg.name])
     passed, meta = checks()["values_sum_to_open_prizes"]
@@ -242,8 +249,8 @@ def test_the_example_preview_shows_every_example_and_model(tiny_build, tmp_path)
 
 
 def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
-    """The finishing checks fail when a state's rows are missing altogether, which leaves every
-    remaining sum at 1 and every remaining value given back."""
+    """The finishing checks fail when a probability is off, and when a state's rows are missing
+    altogether, which leaves every remaining sum at 1 and every remaining value given back."""
     import shutil
 
     from assets.finishing import _check_results
@@ -253,6 +260,15 @@ def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
     copy = tmp_path / "lab.duckdb"
     shutil.copy(tiny_build["warehouse"], copy)
     con = duckdb.connect(str(copy))
+    assert all(c.passed for c in _check_results(con, cfg, 3))
+    off = "UPDATE finishing SET probability = probability + ? WHERE game = ? AND players = 3 AND state_id = 2 " \
+          "AND position = 0 AND place = 1"
+    con.execute(off, [0.001, cfg.name])  # one probability off: its sums miss 1, its value is not given back
+    checks = {c.check_name: c for c in _check_results(con, cfg, 3)}
+    assert not checks["finishing_probabilities_sum_to_1"].passed
+    assert checks["finishing_probabilities_sum_to_1"].metadata["max_error"].value == pytest.approx(0.001, rel=1e-6)
+    assert not checks["finishing_gives_back_the_values"].passed
+    con.execute(off, [-0.001, cfg.name])
     assert all(c.passed for c in _check_results(con, cfg, 3))
     # every row of one state gone: the sums left are all 1 and the values left all given back
     con.execute("DELETE FROM finishing WHERE game = ? AND players = 3 AND state_id = 2", [cfg.name])
@@ -1007,6 +1023,37 @@ def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_bui
     assert not checks["every_tournament_finished"].passed
     assert checks["every_tournament_finished"].metadata["max_abs_finishing_sum_error"].value > 0.01
     assert not checks["direct_match_payoffs_sum_to_prize_pool"].passed
+
+
+def test_a_control_off_the_solved_values_fails_its_check(tiny_build, tmp_path, monkeypatch):
+    """`equilibrium_matches_its_values` holds the control's simulated payoffs against the solved
+    start values: with those moved by $2 between two seats (their sum, the prize money, kept), the
+    same tournaments land many standard errors off and the check fails."""
+    import dagster as dg
+
+    import assets.simulation as simulation
+
+    warehouse, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    with duckdb.connect(str(warehouse)) as con:
+        moved = con.execute("""UPDATE equilibrium_values v SET value = value + (CASE position WHEN 0 THEN 2 ELSE -2 END)
+                               FROM states s, games g WHERE v.game = 'tiny' AND s.game = v.game AND g.game = v.game
+                               AND s.players = v.players AND s.state_id = v.state_id
+                               AND s.stacks = g.start::SMALLINT[] AND v.position IN (0, 1)""").fetchone()[0]
+    assert moved == 2
+    result = dg.materialize([simulation.simulations], resources=resources, raise_on_error=False)
+    check = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}["equilibrium_matches_its_values"]
+    assert not check.passed and check.metadata["max_abs_z"].value > 10
+    # (every seat of every control run is compared; the table keeps each run's hero seat)
+    with duckdb.connect(str(warehouse)) as con:
+        control = con.execute(
+            """SELECT m.mean_payoff, m.standard_error, v.value FROM simulation m
+               JOIN states s ON s.game = m.game JOIN games g ON g.game = s.game AND s.stacks = g.start::SMALLINT[]
+               JOIN equilibrium_values v ON v.game = s.game AND v.players = s.players AND v.state_id = s.state_id
+                                        AND v.position = m.hero_position
+               WHERE m.game = 'tiny' AND m.model = 'equilibrium'""").df()
+    assert len(control) == 3
+    hero_z = ((control["mean_payoff"] - control["value"]).abs() / control["standard_error"]).max()
+    assert check.metadata["max_abs_z"].value >= (1 - 1e-9) * hero_z
 
 
 def test_simulations_without_the_sweeps_play_the_control_and_the_swept_models(tiny_build, tmp_path, monkeypatch):
