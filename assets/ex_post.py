@@ -109,7 +109,11 @@ def lower_nemesis_values(con: duckdb.DuckDBPyConnection, cfg: GameConfig, n: int
     return out
 
 
-def _layer_checks(record: dict) -> list[dg.AssetCheckResult]:
+def ex_post_checks(record: dict) -> list[dg.AssetCheckResult]:
+    """The nemesis checks of a checked profile (the equilibrium's layer, or a model's profile):
+    ``record["min_gain"]`` the least nemesis gain ($; a best response never does worse than the
+    profile, up to rounding) and ``record["worst_residual"]`` the Bellman residual its policy
+    iteration ended with ($)."""
     return [
         dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(record["min_gain"] >= -1e-8),
                             metadata={"min_gain_usd": record["min_gain"]}),
@@ -189,7 +193,7 @@ def _ex_post_asset(n: int, deps: list) -> dg.AssetsDefinition:
                       "layer_max_gain_usd": record["max_gain"], "layer_mean_gain_usd": record["mean_gain"],
                       "rounds": record["rounds"], "wall_s": round(time.perf_counter() - t0, 2),
                       "summary": dg.MetadataValue.md(caption + "\n\n" + db.frame_markdown(summary, decimals=6))},
-            check_results=_layer_checks(record))
+            check_results=ex_post_checks(record))
 
     return layer_ex_post
 

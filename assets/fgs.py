@@ -81,28 +81,31 @@ def fgs_strategies(context: dg.AssetExecutionContext, game: GameResource,
         rows["fgs_values"] = db.replace_rows(con, "fgs_values", fgs_frame(values), {"game": cfg.name})
         sweep_check, quality, preview = sweep_checks(con, cfg, labels)
         seconds, iterations = sweep_totals(con, cfg, labels)
-        err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
-        expected = cfg.fgs_depth * sum(n_states(cfg.units, n) for n in range(2, cfg.players + 1))
+        values_check = fgs_values_check(con, cfg)
         moves = {f"FGS-{d}": round(float(move), 6) for d, move in con.execute(
             "SELECT depth, max_abs_move FROM fgs_value_moves WHERE game = ? AND players IS NULL ORDER BY depth",
             [cfg.name]).fetchall()}
     for label, move in moves.items():
         context.log.info(f"{label}: values moved by up to {move:.4g} $ from the depth before (view fgs_value_moves)")
-    checks = [
-        sweep_check,
-        dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes",
-                            passed=bool(err <= 1e-6 and complete == expected),
-                            metadata={"max_error_usd": err, "depth_state_pairs": complete,
-                                      "expected_pairs": expected},
-                            description=None if cfg.fgs_depth else "not applicable: the game's fgs_depth is 0"),
-    ]
     return dg.MaterializeResult(
         metadata={"game": cfg.name, "models": labels, **{f"rows_{k}": v for k, v in rows.items()},
                   "dagster/row_count": rows["fgs_values"],
                   "sweep_s": seconds, "cfr_iterations": iterations, "max_value_move_usd": moves, **quality,
                   "layers_read_back": read_back,  # FGS layers an interrupted run had finished
                   "wall_s": round(time.perf_counter() - t0, 2), "sweeps": dg.MetadataValue.md(preview)},
-        check_results=checks)
+        check_results=[sweep_check, values_check])
+
+
+def fgs_values_check(con, cfg: GameConfig) -> dg.AssetCheckResult:
+    """`fgs_values_sum_to_open_prizes`: every depth's values of every state sum to the state's open
+    prizes, and every (depth, state) has them (a sum over missing rows would pass on nothing)."""
+    err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
+    expected = cfg.fgs_depth * sum(n_states(cfg.units, n) for n in range(2, cfg.players + 1))
+    return dg.AssetCheckResult(check_name="fgs_values_sum_to_open_prizes",
+                               passed=bool(err <= 1e-6 and complete == expected),
+                               metadata={"max_error_usd": err, "depth_state_pairs": complete,
+                                         "expected_pairs": expected},
+                               description=None if cfg.fgs_depth else "not applicable: the game's fgs_depth is 0")
 
 
 def _fgs_chain(context: dg.AssetExecutionContext, cfg: GameConfig, warehouse: WarehouseResource,

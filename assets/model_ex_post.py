@@ -15,7 +15,7 @@ from functools import cache
 import dagster as dg
 import numpy as np
 
-from assets.ex_post import EX_POST_ASSETS, nemesis_frame, read_strategies
+from assets.ex_post import EX_POST_ASSETS, ex_post_checks, nemesis_frame, read_strategies
 from assets.fgs import fgs_strategies
 from assets.model_analysis import model_strategies, strategies_fingerprint
 from assets.resources import GameResource, WarehouseResource, blocking_checks
@@ -112,10 +112,7 @@ def ex_post_models(context: dg.AssetExecutionContext, game: GameResource,
                   "wall_s": round(time.perf_counter() - t0, 2),
                   "summary": dg.MetadataValue.md(db.frame_markdown(summary, decimals=5))},
         check_results=[
-            dg.AssetCheckResult(check_name="nemesis_at_least_profile", passed=bool(min_gain >= -1e-8),
-                                metadata={"min_gain_usd": float(min_gain)}),
-            dg.AssetCheckResult(check_name="policy_iteration_converged", passed=bool(residual <= 1e-8),
-                                metadata={"bellman_residual_usd": residual}),
+            *ex_post_checks({"min_gain": float(min_gain), "worst_residual": residual}),
             dg.AssetCheckResult(check_name="profile_values_sum_to_open_prizes", passed=bool(value_err <= 1e-6),
                                 metadata={"max_error_usd": value_err}),
         ])

@@ -170,7 +170,8 @@ def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
                 for c in _check_layer(con, cfg, 3)}
 
     assert checks()["values_sum_to_open_prizes"][0] and checks()["exploitability_within_gamma"][0]
-    off = "UPDATE equilibrium_values SET value = value + ? WHERE game = ? AND players = 3 AND state_id = 7 AND position = 2"
+    off = "UPDATE equilibrium_values SET value = value + ? WHERE game = ? AND players = 3 AND state_id = 7 " \
+          "AND position = 2"
     con.execute(off, [0.01, cfg.name])  # a value off by a cent: the state's values miss the open prizes
     passed, meta = checks()["values_sum_to_open_prizes"]
     assert not passed and meta["max_error_usd"] == pytest.approx(0.01, rel=1e-6)
@@ -192,8 +193,9 @@ def test_a_layer_with_missing_rows_fails_its_checks(tiny_build, tmp_path):
 
 
 def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
-    """A state whose payoffs (finishing matrix, example) are all missing leaves every remaining sum
-    right; the checks count the (model, state) pairs, the finishing rows and the examples and fail."""
+    """The equity models' checks fail on a payoff or probability that is off, and on a state whose
+    payoffs (finishing matrix, example) are all missing, which leaves every remaining sum right: the
+    checks count the (model, state) pairs, the finishing rows and the examples."""
     import shutil
 
     from assets.models import _check_models
@@ -203,6 +205,21 @@ def test_equity_model_checks_count_the_payoffs(tiny_build, tmp_path):
     copy = tmp_path / "lab.duckdb"
     shutil.copy(tiny_build["warehouse"], copy)
     con = duckdb.connect(str(copy))
+    assert all(c.passed for c in _check_models(con, cfg))
+    # a payoff or a finishing probability off: the sums catch it
+    off = "UPDATE model_payoffs SET payoff = payoff + ? WHERE game = ? AND model = 'weitzman' AND players = 3 " \
+          "AND state_id = 2 AND position = 1"
+    con.execute(off, [0.01, cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["payoffs_sum_to_open_prizes"]
+    assert not check.passed and check.metadata["max_error_usd"].value == pytest.approx(0.01, rel=1e-6)
+    con.execute(off, [-0.01, cfg.name])
+    off = "UPDATE model_finishing SET probability = probability + ? WHERE game = ? AND model = 'roberts' " \
+          "AND players = 3 AND state_id = 2 AND position = 0 AND place = 1"
+    con.execute(off, [0.001, cfg.name])
+    check = {c.check_name: c for c in _check_models(con, cfg)}["finishing_rows_and_columns_sum_to_1"]
+    assert not check.passed and check.metadata["max_row_error"].value == pytest.approx(0.001, rel=1e-6)
+    assert check.metadata["max_column_error"].value == pytest.approx(0.001, rel=1e-6)
+    con.execute(off, [-0.001, cfg.name])
     assert all(c.passed for c in _check_models(con, cfg))
     con.execute("DELETE FROM model_payoffs WHERE game = ? AND model = 'roberts' AND players = 3 AND state_id = 3",
                 [cfg.name])
@@ -277,6 +294,43 @@ def test_finishing_checks_count_the_rows(tiny_build, tmp_path):
     assert meta["max_error"] < 1e-9 and meta["probabilities"] == meta["expected_probabilities"] - 9
     assert not checks["finishing_probabilities_sum_to_1"].passed
     assert not checks["finishing_gives_back_the_values"].passed
+
+
+def test_showdown_table_checks_fail_on_probabilities_off(tiny_build, tmp_path):
+    """`pair_rows_and_weights` and `triple_rows_and_weights` read the probabilities too, not only the
+    rows and weights: a pair's chance above 1 fails the first, a triple whose six order probabilities
+    no longer sum to 1 the second."""
+    import shutil
+
+    from assets.rollout import _check_pairs, _check_triples
+
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    with duckdb.connect(str(copy)) as con:
+        pairs, triples = con.execute("SELECT rollout_pairs, rollout_triples FROM games WHERE game = 'tiny'").fetchone()
+        assert _check_pairs(con, pairs).passed and _check_triples(con, triples).passed
+        con.execute("UPDATE rollout_pairs SET p_first_wins = 1.001 WHERE rollout = ? AND a = 0 AND b = 1", [pairs])
+        check = _check_pairs(con, pairs)
+        assert not check.passed and check.metadata["p_out_of_range"].value == 1
+        con.execute("UPDATE rollout_triples SET p_abc = p_abc + 0.001 WHERE rollout = ? AND a = 0 AND b = 1 AND c = 2",
+                    [triples])
+        check = _check_triples(con, triples)
+        assert not check.passed and check.metadata["max_row_sum_error"].value == pytest.approx(0.001, rel=1e-6)
+        assert check.metadata["rows"].value == 169 * 170 * 171 // 6  # (every row still there)
+
+
+def test_ex_post_checks_hold_the_nemesis_and_the_residual_to_their_rules():
+    """A nemesis who does worse than the profile (beyond rounding) or a policy iteration left with a
+    Bellman residual fails the ex post checks (of the equilibrium's layers and of the models'
+    profiles alike); rounding-sized ones pass."""
+    from assets.ex_post import ex_post_checks
+
+    def passed(min_gain: float, residual: float) -> dict[str, bool]:
+        return {c.check_name: c.passed for c in ex_post_checks({"min_gain": min_gain, "worst_residual": residual})}
+
+    assert passed(-1e-10, 1e-10) == {"nemesis_at_least_profile": True, "policy_iteration_converged": True}
+    assert passed(-1e-6, 1e-10) == {"nemesis_at_least_profile": False, "policy_iteration_converged": True}
+    assert passed(0.0, 1e-6) == {"nemesis_at_least_profile": True, "policy_iteration_converged": False}
 
 
 def test_rollout_metadata_records_mode_and_precision(tiny_build):
@@ -975,11 +1029,12 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
 
 def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_path):
     """`every_state_within_gamma` of the model assets fails for a sweep missing from model_sweeps (it
-    passed on the sweeps present) or with no measured exploitability, and
-    `fgs_values_sum_to_open_prizes` for a state whose FGS values are missing; the sweeps' preview
-    lists them in model order."""
+    passed on the sweeps present), with no measured exploitability or with one above gamma, and
+    `fgs_values_sum_to_open_prizes` for a value off or a state whose FGS values are missing; the
+    sweeps' preview lists them in model order."""
     import shutil
 
+    from assets.fgs import fgs_values_check
     from assets.resources import open_prize_sums
     from assets.model_analysis import sweep_checks
     from engine.config import load_config
@@ -1000,10 +1055,24 @@ def test_model_sweep_checks_count_the_sweeps_and_the_fgs_values(tiny_build, tmp_
                     "AND players = 2", [cfg.name])
         check, _, _ = sweep_checks(con, cfg, ["harville", "roberts"])
         assert not check.passed and check.metadata["sweeps_unmeasured"].value == ["roberts 2p"]
-    err, complete = open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))
-    assert err < 1e-9 and complete == cfg.fgs_depth * (n_states(6, 2) + n_states(6, 3))
+    con.execute("UPDATE model_sweeps SET max_exploitability = 2 * ? WHERE game = ? AND model = 'harville' "
+                "AND players = 3", [cfg.gamma, cfg.name])
+    check, quality, _ = sweep_checks(con, cfg, ["harville"])  # (complete and measured, but above gamma)
+    assert not check.passed and quality["max_exploitability_usd"] == pytest.approx(2 * cfg.gamma)
+    assert "sweeps_missing_or_incomplete" not in check.metadata and "sweeps_unmeasured" not in check.metadata
+    check = fgs_values_check(con, cfg)
+    expected = cfg.fgs_depth * (n_states(6, 2) + n_states(6, 3))
+    assert check.passed and check.metadata["depth_state_pairs"].value == expected
+    off = "UPDATE fgs_values SET value = value + ? WHERE game = ? AND depth = 1 AND players = 2 AND state_id = 2 " \
+          "AND position = 0"
+    con.execute(off, [0.01, cfg.name])
+    check = fgs_values_check(con, cfg)
+    assert not check.passed and check.metadata["max_error_usd"].value == pytest.approx(0.01, rel=1e-6)
+    con.execute(off, [-0.01, cfg.name])
     con.execute("DELETE FROM fgs_values WHERE game = ? AND depth = 2 AND players = 3 AND state_id = 1", [cfg.name])
-    assert open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))[1] == complete - 1
+    check = fgs_values_check(con, cfg)
+    assert not check.passed and check.metadata["depth_state_pairs"].value == expected - 1
+    assert open_prize_sums(con, "fgs_values", "value", cfg, by=("depth",))[0] < 1e-9  # (the sums left are right)
 
 def test_tournaments_stopped_at_the_hand_cap_fail_the_simulation_checks(tiny_build, tmp_path, monkeypatch):
     """With the engine's hand cap at 2 hands most tiny tournaments are stopped unfinished: their
