@@ -118,6 +118,29 @@ def test_equilibrium_page_tabulates_winning_chances_for_every_player_count(tiny_
         assert relative == pytest.approx(100 * (p_win / proportional - 1), abs=slack)
 
 
+def test_equilibrium_payoff_chart_draws_the_proportional_share_of_the_open_prizes(tiny_build, tmp_path):
+    """The payoff chart's proportional line is stack / units × the prizes still open in the layer:
+    with a third place paid, $80 heads-up and $100 three-handed, not the whole pool everywhere (the
+    tiny game pays two places, so its own pages cannot tell; its payouts are changed in a copy)."""
+    import json
+    import shutil
+
+    import duckdb
+
+    from sitegen.pages_equilibrium import equilibrium_page
+
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    with duckdb.connect(str(copy)) as con:
+        con.execute("UPDATE games SET payouts = [50.0, 30.0, 20.0] WHERE game = 'tiny'")
+        page = equilibrium_page(con, "tiny")
+    spec = json.loads(re.search(r'data-target="chart-eq-payoff-by-stack">(.*?)</script>', page).group(1))
+    drawn = [r for r in next(iter(spec["datasets"].values())) if r["series"] == "proportional"]
+    assert sorted((r["players"], r["stack"]) for r in drawn) == [(2, k) for k in range(1, 6)] + [(3, k) for k in range(1, 5)]
+    for r in drawn:
+        assert r["value"] == pytest.approx(r["stack"] / 6 * {2: 80.0, 3: 100.0}[r["players"]], rel=1e-12)
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset
