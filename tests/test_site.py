@@ -141,6 +141,65 @@ def test_equilibrium_payoff_chart_draws_the_proportional_share_of_the_open_prize
         assert r["value"] == pytest.approx(r["stack"] / 6 * {2: 80.0, 3: 100.0}[r["players"]], rel=1e-12)
 
 
+def _chart_rows(page: str, chart_id: str) -> list[dict]:
+    import json
+
+    spec = json.loads(re.search(rf'data-target="chart-{chart_id}">(.*?)</script>', page).group(1))
+    return next(iter(spec["datasets"].values()))
+
+
+def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
+    """The by-stack deviation charts, the ex post bars and the model ranges' jam shares carry the
+    numbers of the tables they are drawn from, recomputed here from the raw rows: the mean signed
+    and absolute deviations by stack, the mean and largest nemesis gain per layer, and the share of
+    the 1,326 hands each first-in node jams."""
+    import duckdb
+
+    from engine.cards import CLASS_COMBO_COUNT
+
+    docs = tiny_build["site"].parent / "docs"
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        values = con.execute("SELECT model, players, stack, payoff - equilibrium AS d FROM model_values "
+                             "WHERE game = 'tiny'").df()
+        gains = con.execute("SELECT profile, players, gain FROM nemesis_values WHERE game = 'tiny'").df()
+        jams = con.execute("""
+            SELECT j.model, e.actor_name, j.class_id, j.jam_probability
+            FROM (SELECT 'equilibrium' AS model, players, state_id, node, class_id, jam_probability
+                  FROM equilibrium_jam WHERE game = 'tiny'
+                  UNION ALL SELECT model, players, state_id, node, class_id, jam_probability
+                  FROM model_jam WHERE game = 'tiny') j
+            JOIN states s ON s.game = 'tiny' AND s.players = j.players AND s.state_id = j.state_id
+            JOIN games g ON g.game = 'tiny' AND s.stacks = g.start::SMALLINT[]
+            JOIN equilibrium_nodes e ON e.game = 'tiny' AND e.players = j.players AND e.state_id = j.state_id
+                                    AND e.node = j.node
+            WHERE len(e.jammed_before) = 0""").df()
+    models_page = (docs / "models.md").read_text()
+    grouped = values.groupby(["model", "players", "stack"])["d"]
+    signed, absolute = grouped.mean(), grouped.apply(lambda d: d.abs().mean())
+    for chart, truth in (("dev-signed-by-stack", signed), ("dev-abs-by-stack", absolute)):
+        rows = _chart_rows(models_page, chart)
+        assert len(rows) == len(truth)
+        for r in rows:
+            expected = truth[(r["series"], r["players"], r["stack"])]
+            assert r["value"] == pytest.approx(expected, rel=1e-9, abs=1e-12), chart
+    bars = _chart_rows((docs / "ex-post.md").read_text(), "ex-post-bars")
+    by_layer = gains.groupby(["profile", "players"])["gain"]
+    truth = {"mean": by_layer.mean(), "max": by_layer.max()}
+    assert len(bars) == 2 * len(by_layer)
+    for r in bars:
+        assert r["gain"] == pytest.approx(truth[r["statistic"]][(r["series"], r["players"])], rel=1e-9, abs=1e-12)
+    jams["combos"] = CLASS_COMBO_COUNT[jams["class_id"].to_numpy()]
+    share = (jams.assign(w=jams["combos"] * jams["jam_probability"]).groupby(["model", "actor_name"])["w"].sum()
+             * 100 / 1326)
+    table = (docs / "model-ranges.md").read_text().split("| model |")[1].split("\n\n")[0].splitlines()
+    nodes = [c.strip().removesuffix(" first in") for c in table[0].strip(" |").split("|")]
+    cells = [[c.strip() for c in line.strip("| ").split("|")] for line in table[2:]]
+    assert len(cells) == jams["model"].nunique() and len(nodes) == jams["actor_name"].nunique() == 2
+    for model, *shown in cells:
+        for node, cell in zip(nodes, shown):
+            assert float(cell) == pytest.approx(share[(model, node)], abs=0.005 + 1e-9)
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset
