@@ -200,6 +200,82 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
             assert float(cell) == pytest.approx(share[(model, node)], abs=0.005 + 1e-9)
 
 
+def _md_tables(section: str) -> dict[int, list[list[float]]]:
+    """The "**n players**" tables of a page section: n -> rows of numbers."""
+    out = {}
+    for n, body in re.findall(r"\*\*(\d) players\*\*\n\n((?:\|.*\n)+)", section):
+        out[int(n)] = [[float(x) for x in line.strip("| ").split(" | ")] for line in body.splitlines()[2:]]
+    return out
+
+
+def test_equilibrium_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build, tmp_path):
+    """The equilibrium's payoff chart (its own and Harville's mean by stack), the average finishing
+    tables, the push/fold panels' names, the equity models' payoff chart and the solve-quality
+    tables carry the warehouse's numbers, recomputed here from the raw rows."""
+    import shutil
+
+    import duckdb
+
+    from sitegen.pages_equilibrium import solve_quality_page
+
+    docs = tiny_build["site"].parent / "docs"
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        eq = con.execute("""SELECT v.players, s.stacks[v.position + 1] AS stack, v.value FROM equilibrium_values v
+                            JOIN states s USING (game, players, state_id) WHERE v.game = 'tiny'""").df()
+        icm = con.execute("""SELECT p.model, p.players, s.stacks[p.position + 1] AS stack, p.payoff
+                             FROM model_payoffs p JOIN states s USING (game, players, state_id)
+                             WHERE p.game = 'tiny'""").df()
+        fin = con.execute("""SELECT f.players, s.stacks[f.position + 1] AS stack, f.place, f.probability
+                             FROM finishing f JOIN states s USING (game, players, state_id) WHERE f.game = 'tiny'""").df()
+        nodes = con.execute("""SELECT e.actor_name, e.jammed_before FROM equilibrium_nodes e
+                               JOIN states s USING (game, players, state_id)
+                               WHERE e.game = 'tiny' AND s.stacks = [2, 2, 2]""").fetchall()
+    page = (docs / "equilibrium.md").read_text()
+    truth = {"equilibrium": eq.groupby(["players", "stack"])["value"].mean(),
+             "harville": icm[icm["model"] == "harville"].groupby(["players", "stack"])["payoff"].mean()}
+    drawn = [r for r in _chart_rows(page, "eq-payoff-by-stack") if r["series"] != "proportional"]
+    assert len(drawn) == 2 * len(truth["equilibrium"])
+    for r in drawn:
+        assert r["value"] == pytest.approx(truth[r["series"]][(r["players"], r["stack"])], rel=1e-9)
+    tables = _md_tables(page.split("## Average finishing")[1].split("## Query it")[0])
+    mean_p = fin.groupby(["players", "stack", "place"])["probability"].mean()
+    assert sorted(tables) == [2, 3]
+    for n, rows in tables.items():
+        assert [int(r[0]) for r in rows] == list(range(1, 6 - (n - 1) + 1))  # stacks 1 … units − (n − 1)
+        for stack, *ps in rows:
+            assert ps == [pytest.approx(mean_p[(n, int(stack), k + 1)], abs=5e-4 + 1e-12) for k in range(n)]
+    panels = {r["panel"] for r in _chart_rows((docs / "push-fold.md").read_text(), "pf-2-2-2")}
+    assert panels == {actor + (" first in" if not before else f" after {' + '.join(before)} jam")
+                      for actor, before in nodes}
+    assert len(panels) == len(nodes) == 3  # (the BB's 2 units are his blind, all in: no decision of his)
+    by_stack = icm[icm["players"] == 3].groupby(["model", "stack"])["payoff"].mean()
+    drawn = [r for r in _chart_rows((docs / "equity-models.md").read_text(), "payoff-vs-stack")
+             if r["model"] != "proportional"]
+    assert len(drawn) == len(by_stack)
+    for r in drawn:
+        assert r["payoff"] == pytest.approx(by_stack[(r["model"], r["stack"])], rel=1e-9)
+    # solve quality: a state above gamma is counted in its layer; the ex post table names the worst state
+    copy = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], copy)
+    with duckdb.connect(str(copy)) as con:
+        gamma = con.execute("SELECT gamma FROM games WHERE game = 'tiny'").fetchone()[0]
+        con.execute("UPDATE state_quality SET exploitability = 3 * ? WHERE game = 'tiny' AND players = 3 "
+                    "AND state_id = 4", [gamma])
+        worst = dict(con.execute("""SELECT players, arg_max(state_id, gain) FROM nemesis_values
+                                    WHERE game = 'tiny' AND profile = 'equilibrium' GROUP BY players""").fetchall())
+        quality = solve_quality_page(con, "tiny")
+    per_layer = quality.split("## Per layer")[1].split("\n\n")[1].splitlines()
+    header = [c.strip().replace("<wbr>", "") for c in per_layer[0].strip("| ").split("|")]
+    above = {int(line.split("|")[1]): int(line.strip("| ").split(" | ")[header.index("states_above_gamma")])
+             for line in per_layer[2:]}
+    assert above == {2: 0, 3: 1}
+    ex_post = quality.split("**Per layer**")[1].split("\n\n")[1].splitlines()
+    header = [c.strip().replace("<wbr>", "") for c in ex_post[0].strip("| ").split("|")]
+    shown = {int(line.split("|")[1]): int(line.strip("| ").split(" | ")[header.index("worst_state_id")])
+             for line in ex_post[2:]}
+    assert shown == worst
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset
