@@ -226,7 +226,8 @@ def test_equilibrium_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build,
                              FROM model_payoffs p JOIN states s USING (game, players, state_id)
                              WHERE p.game = 'tiny'""").df()
         fin = con.execute("""SELECT f.players, s.stacks[f.position + 1] AS stack, f.place, f.probability
-                             FROM finishing f JOIN states s USING (game, players, state_id) WHERE f.game = 'tiny'""").df()
+                             FROM finishing f JOIN states s USING (game, players, state_id)
+                             WHERE f.game = 'tiny'""").df()
         nodes = con.execute("""SELECT e.actor_name, e.jammed_before FROM equilibrium_nodes e
                                JOIN states s USING (game, players, state_id)
                                WHERE e.game = 'tiny' AND s.stacks = [2, 2, 2]""").fetchall()
