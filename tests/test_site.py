@@ -277,6 +277,57 @@ def test_equilibrium_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build,
     assert shown == worst
 
 
+def test_simulation_and_fgs_pages_carry_the_warehouses_numbers(tiny_build):
+    """The simulation page's ROI cells (ROI ± its standard error per model and hero seat), its control
+    table's z, its FGS depth curve (mean ROI ± error, MAPD) and the models page's FGS depth curve
+    (MAPD, MAD) carry the numbers of `simulation`, `equilibrium_values` and the raw model values."""
+    import duckdb
+
+    docs = tiny_build["site"].parent / "docs"
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        sim = con.execute("SELECT model, hero_seat, roi_pct, roi_se_pct, mean_payoff, standard_error "
+                          "FROM simulation WHERE game = 'tiny'").df().set_index(["model", "hero_seat"])
+        start_values = dict(con.execute(
+            """SELECT s.positions[v.position + 1], v.value FROM equilibrium_values v
+               JOIN states s USING (game, players, state_id) JOIN games g ON g.game = s.game
+               WHERE v.game = 'tiny' AND s.stacks = g.start::SMALLINT[]""").fetchall())
+        values = con.execute("SELECT model, payoff, equilibrium FROM model_values WHERE game = 'tiny'").df()
+    page = (docs / "simulation.md").read_text()
+    roi = page.split("## Hero ROI (%) by starting seat")[1].split("\n\n")[1].splitlines()
+    seats = [c.strip() for c in roi[0].strip("| ").split("|")][2:]
+    for line in roi[2:]:
+        model, _, *cells = [c.strip() for c in line.strip("| ").split("|")]
+        for seat, cell in zip(seats, cells):
+            shown, se = (float(x) for x in cell.split(" ± "))
+            assert shown == pytest.approx(sim.loc[(model, seat), "roi_pct"], abs=5e-4 + 1e-12)
+            assert se == pytest.approx(sim.loc[(model, seat), "roi_se_pct"], abs=5e-4 + 1e-12)
+    control = page.split("## The control against the solved values")[1].split("\n\n")[2].splitlines()
+    assert len(control) == 2 + 3
+    for line in control[2:]:
+        seat, *_, z = [c.strip() for c in line.strip("| ").split("|")]
+        row = sim.loc[("equilibrium", seat)]
+        assert float(z) == pytest.approx((row["mean_payoff"] - start_values[seat]) / row["standard_error"], abs=5e-5)
+    values["rel"] = 100 * (values["payoff"] - values["equilibrium"]) / values["equilibrium"]
+    values["dev"] = values["payoff"] - values["equilibrium"]
+    mapd = values.groupby("model")["rel"].apply(lambda r: r.abs().mean())
+    mad = values.groupby("model")["dev"].apply(lambda d: d.abs().mean())
+    roi_mean = sim.groupby("model")["roi_pct"].mean()
+
+    def model(depth: int) -> str:
+        return "harville" if depth == 0 else f"FGS-{depth}"
+
+    curve = _chart_rows(page, "sim-fgs-depth")
+    assert [r["depth"] for r in curve] == [0, 1, 2, 3]
+    for r in curve:
+        assert r["roi_pct"] == pytest.approx(roi_mean[model(r["depth"])], rel=1e-9)
+        assert r["mapd_pct"] == pytest.approx(mapd[model(r["depth"])], rel=1e-9)
+    curve = _chart_rows((docs / "models.md").read_text(), "fgs-depth")
+    assert [r["depth"] for r in curve] == [0, 1, 2, 3]
+    for r in curve:
+        assert (r["mapd_pct"], r["mad"]) == (pytest.approx(mapd[model(r["depth"])], rel=1e-9),
+                                             pytest.approx(mad[model(r["depth"])], rel=1e-9))
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset
