@@ -397,6 +397,58 @@ def test_state_json_from_the_tiny_build(capsys, tiny_build, tmp_path, monkeypatc
     assert code == 2 and f"the warehouse holds tiny (--config {written})" in err
 
 
+def test_state_prints_the_warehouses_numbers_and_icm_from_the_model(capsys, tiny_build):
+    """`state`'s numbers, JSON and text alike: the equilibrium values, the finishing matrix (position ×
+    place) and each node's jam probabilities as the warehouse holds them; ICM as Harville's model
+    gives it for the stacks; the finishing probabilities paying back the values; each node's share
+    of the 1,326 hands and its mixed classes as its jam probabilities say."""
+    import re
+
+    import duckdb
+
+    from engine import equity_models
+    from engine.cards import CLASS_COMBO_COUNT, range_string
+
+    argv = ["state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1",
+            "--warehouse", str(tiny_build["warehouse"])]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        sid, = con.execute("SELECT state_id FROM states WHERE game = 'tiny' AND stacks = [3, 2, 1]").fetchone()
+        values = [v for v, in con.execute("SELECT value FROM equilibrium_values WHERE game = 'tiny' AND players = 3 "
+                                          "AND state_id = ? ORDER BY position", [sid]).fetchall()]
+        fin = con.execute("SELECT position, place, probability FROM finishing WHERE game = 'tiny' AND players = 3 "
+                          "AND state_id = ?", [sid]).fetchall()
+        jams = [list(j) for j, in con.execute("SELECT jam FROM equilibrium_nodes WHERE game = 'tiny' AND players = 3 "
+                                               "AND state_id = ? ORDER BY node", [sid]).fetchall()]
+    assert data["equilibrium"] == pytest.approx(values, rel=1e-12)
+    icm = equity_models.payoffs(equity_models.harville([3, 2, 1]), [70.0, 30.0, 0.0])
+    assert data["icm"] == pytest.approx(icm.tolist(), rel=1e-9)
+    assert len(fin) == 9 and all(data["finishing"][p][q - 1] == pytest.approx(prob, rel=1e-12) for p, q, prob in fin)
+    np.testing.assert_allclose(np.array(data["finishing"]) @ [70.0, 30.0, 0.0], values, atol=1e-6)
+    assert [list(node["jam"].values()) for node in data["nodes"]] == [pytest.approx(j, rel=1e-12) for j in jams]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    lines = out.splitlines()
+    for p, (pos, line) in enumerate(zip(["BU", "SB", "BB"], lines[2:5])):
+        cells = line.split()
+        assert cells[0] == pos and int(cells[1]) == [3, 2, 1][p]
+        assert [float(x) for x in cells[2:]] == [pytest.approx(values[p], abs=5e-5), pytest.approx(icm[p], abs=5e-5),
+                                                 *(pytest.approx(x, abs=5e-4) for x in data["finishing"][p])]
+    nodes = [line for line in lines if " jammed: jams " in line]
+    assert len(nodes) == len(jams)
+    for line, jam in zip(nodes, jams):
+        # jammed: the classes at probability 1 (to 0.001); mixed: those strictly between
+        assert f" jams {range_string([c for c, p in enumerate(jam) if p >= 0.999]) or 'nothing'}" in line
+        share = float(re.search(r"\(([\d.]+)% of hands\)$", line).group(1))
+        assert share == pytest.approx(100 * float(np.dot(jam, CLASS_COMBO_COUNT)) / 1326, abs=0.05 + 1e-9)
+        mixed = dict(re.findall(r"(\w+) (\d\.\d{3})", line.split("; mixes ")[1])) if "; mixes " in line else {}
+        expected = {label: p for label, p in data["nodes"][nodes.index(line)]["jam"].items() if 0.001 < p < 0.999}
+        assert mixed.keys() == expected.keys()
+        assert all(float(mixed[label]) == pytest.approx(p, abs=5e-4) for label, p in expected.items())
+
+
 def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsys, tiny_build, monkeypatch):
     """`state`, `simulate` and `site` take `build`'s game flags and name the game as it did: flags
     that change nothing name the game itself, flags that change a field another game (its name a
