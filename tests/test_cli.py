@@ -535,6 +535,14 @@ def test_simulate_plays_the_warehouse_equilibrium_and_a_model_with_their_speed(c
     assert [r["position"] for r in data["rows"]] == ["BU", "SB", "BB"]
     assert sum(r["solved_value"] for r in data["rows"]) == pytest.approx(100)
     assert all(abs(r["z"]) < 4 and r["standard_error"] > 0 for r in data["rows"])
+    for r in data["rows"]:  # z against the solved value in standard errors; ROI against the even share, $100 / 3
+        assert r["z"] == pytest.approx((r["mean_payoff"] - r["solved_value"]) / r["standard_error"], rel=1e-9)
+        assert r["roi_pct"] == pytest.approx((r["mean_payoff"] - 100 / 3) / (100 / 3) * 100, rel=1e-9, abs=1e-9)
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        solved = [v for v, in con.execute("""SELECT v.value FROM equilibrium_values v JOIN states s
+                                             USING (game, players, state_id) WHERE v.game = 'tiny'
+                                             AND s.stacks = [2, 2, 2] ORDER BY v.position""").fetchall()]
+    assert [r["solved_value"] for r in data["rows"]] == pytest.approx(solved, rel=1e-12)
     assert np.allclose([sum(r["finishing"]) for r in data["rows"]], 1) and data["unfinished"] == 0
     assert data["tournaments_per_s"] > 0 and data["mean_hands"] > 1 and data["hand_events"]["decisions"] > 0
     shares = data["hand_events"]["heads_up"], data["hand_events"]["three_handed"]
