@@ -122,7 +122,6 @@ def test_equilibrium_payoff_chart_draws_the_proportional_share_of_the_open_prize
     """The payoff chart's proportional line is stack / units × the prizes still open in the layer:
     with a third place paid, $80 heads-up and $100 three-handed, not the whole pool everywhere (the
     tiny game pays two places, so its own pages cannot tell; its payouts are changed in a copy)."""
-    import json
     import shutil
 
     import duckdb
@@ -134,14 +133,15 @@ def test_equilibrium_payoff_chart_draws_the_proportional_share_of_the_open_prize
     with duckdb.connect(str(copy)) as con:
         con.execute("UPDATE games SET payouts = [50.0, 30.0, 20.0] WHERE game = 'tiny'")
         page = equilibrium_page(con, "tiny")
-    spec = json.loads(re.search(r'data-target="chart-eq-payoff-by-stack">(.*?)</script>', page).group(1))
-    drawn = [r for r in next(iter(spec["datasets"].values())) if r["series"] == "proportional"]
-    assert sorted((r["players"], r["stack"]) for r in drawn) == [(2, k) for k in range(1, 6)] + [(3, k) for k in range(1, 5)]
+    drawn = [r for r in _chart_rows(page, "eq-payoff-by-stack") if r["series"] == "proportional"]
+    layers = [(2, k) for k in range(1, 6)] + [(3, k) for k in range(1, 5)]  # (players, stack) of 6 units
+    assert sorted((r["players"], r["stack"]) for r in drawn) == layers
     for r in drawn:
         assert r["value"] == pytest.approx(r["stack"] / 6 * {2: 80.0, 3: 100.0}[r["players"]], rel=1e-12)
 
 
 def _chart_rows(page: str, chart_id: str) -> list[dict]:
+    """The inline data rows of a page's chart (its Vega-Lite spec)."""
     import json
 
     spec = json.loads(re.search(rf'data-target="chart-{chart_id}">(.*?)</script>', page).group(1))
@@ -262,8 +262,8 @@ def test_equilibrium_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build,
         gamma = con.execute("SELECT gamma FROM games WHERE game = 'tiny'").fetchone()[0]
         con.execute("UPDATE state_quality SET exploitability = 3 * ? WHERE game = 'tiny' AND players = 3 "
                     "AND state_id = 4", [gamma])
-        worst = dict(con.execute("""SELECT players, arg_max(state_id, gain) FROM nemesis_values
-                                    WHERE game = 'tiny' AND profile = 'equilibrium' GROUP BY players""").fetchall())
+        gains = con.execute("""SELECT players, state_id, max(gain) AS gain FROM nemesis_values
+                               WHERE game = 'tiny' AND profile = 'equilibrium' GROUP BY ALL""").df()
         quality = solve_quality_page(con, "tiny")
     per_layer = quality.split("## Per layer")[1].split("\n\n")[1].splitlines()
     header = [c.strip().replace("<wbr>", "") for c in per_layer[0].strip("| ").split("|")]
@@ -274,7 +274,9 @@ def test_equilibrium_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build,
     header = [c.strip().replace("<wbr>", "") for c in ex_post[0].strip("| ").split("|")]
     shown = {int(line.split("|")[1]): int(line.strip("| ").split(" | ")[header.index("worst_state_id")])
              for line in ex_post[2:]}
-    assert shown == worst
+    state_gain = gains.set_index(["players", "state_id"])["gain"]
+    assert sorted(shown) == [2, 3]
+    assert all(state_gain[(n, sid)] == gains[gains["players"] == n]["gain"].max() for n, sid in shown.items())
 
 
 def test_simulation_and_fgs_pages_carry_the_warehouses_numbers(tiny_build):
