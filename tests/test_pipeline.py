@@ -386,6 +386,26 @@ def test_solve_metadata_matches_the_solve_log(tiny_build):
         assert outer > 0 and its > 0
 
 
+def test_the_jam_views_unnest_each_nodes_list_by_class(tiny_build):
+    """`equilibrium_jam` and `model_jam` (what the pages and the README's queries read) hold, for
+    every node and class, the node's list entry of that class id, labelled as engine.cards labels it."""
+    from engine.cards import class_label
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        for nodes_sql, jam_sql in (
+                ("SELECT players, state_id, node, jam FROM equilibrium_nodes WHERE game = 'tiny'",
+                 "SELECT players, state_id, node, class_id, label, jam_probability FROM equilibrium_jam "
+                 "WHERE game = 'tiny'"),
+                ("SELECT players, state_id, node, jam FROM model_nodes WHERE game = 'tiny' AND model = 'FGS-2'",
+                 "SELECT players, state_id, node, class_id, label, jam_probability FROM model_jam "
+                 "WHERE game = 'tiny' AND model = 'FGS-2'")):
+            lists = {(n, s, k): jam for n, s, k, jam in con.execute(nodes_sql).fetchall()}
+            rows = con.execute(jam_sql).fetchall()
+            assert lists and len(rows) == 169 * len(lists)
+            assert all(p == lists[(n, s, k)][c] and label == class_label(c) for n, s, k, c, label, p in rows)
+            assert any(0 < p < 1 for *_, p in rows)  # (mixed entries too, not only 0 and 1)
+
+
 def test_tables(tiny_build):
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     assert con.execute("SELECT count(*) FROM hand_classes").fetchone()[0] == 169
