@@ -330,6 +330,49 @@ def test_simulation_and_fgs_pages_carry_the_warehouses_numbers(tiny_build):
                                              pytest.approx(mad[model(r["depth"])], rel=1e-9))
 
 
+def test_showdown_and_equity_model_pages_tabulate_the_triples_and_the_models(tiny_build):
+    """The showdown page's three-way table gives each hand's chance to finish best as the sum of
+    the two orders that put it first (the three summing to 1) and the first order as stored; the
+    equity models page's example tables are each model's finishing matrix and payoffs for the
+    example's stacks, as engine.equity_models computes them (players numbered from 1)."""
+    import duckdb
+
+    from engine import equity_models
+    from engine.cards import parse_class
+    from engine.config import load_config
+
+    docs = tiny_build["site"].parent / "docs"
+    section = (docs / "showdown.md").read_text().split("## Three-way all-ins")[1].split("## Query it")[0]
+    rows = [line.strip("| ").split(" | ") for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| a, b, c")]
+    assert len(rows) == 4
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        triples, = con.execute("SELECT rollout_triples FROM games WHERE game = 'tiny'").fetchone()
+        for labels, weight, *shown in rows:
+            a, b, c = (parse_class(label) for label in labels.split(", "))
+            assert a <= b <= c
+            w, abc, acb, bac, bca, cab, cba = con.execute(
+                "SELECT weight, p_abc, p_acb, p_bac, p_bca, p_cab, p_cba FROM rollout_triples "
+                "WHERE rollout = ? AND a = ? AND b = ? AND c = ?", [triples, a, b, c]).fetchone()
+            assert int(weight) == w
+            expected = [abc + acb, bac + bca, cab + cba, abc]
+            assert [float(x) for x in shown] == [pytest.approx(x, abs=5e-5 + 1e-12) for x in expected]
+            assert sum(float(x) for x in shown[:3]) == pytest.approx(1, abs=2e-4)
+    cfg = load_config(tiny_build["config"])
+    stacks, payouts = list(cfg.examples[0]), list(cfg.payouts)
+    page = (docs / "equity-models.md").read_text().split("## Payoff against stack")[0]
+    for model in equity_models.MODELS:
+        table = page.split(f"### {model.capitalize()}\n\n")[1].split("\n\n")[0].splitlines()[2:]
+        P = equity_models.finishing_matrix(model, stacks)
+        pay = equity_models.payoffs(P, payouts)
+        assert len(table) == len(stacks)
+        for i, line in enumerate(table):
+            player, stack, payoff, *probs = (float(x) for x in line.strip("| ").split(" | "))
+            assert (player, stack) == (i + 1, stacks[i])
+            assert payoff == pytest.approx(pay[i], abs=5e-5)
+            assert probs == [pytest.approx(p, abs=5e-5) for p in P[i]]
+
+
 def test_solve_quality_page_says_the_start_states_layer_is_not_checked_yet(tiny_build, tmp_path):
     """A site built while only the smaller layers' ex post checks have run (a long build in its top
     layer's solve): the page shows their figures, says which layers they cover and names the asset
