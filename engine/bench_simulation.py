@@ -43,7 +43,7 @@ from engine.bench_tables import bench_showdown
 from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
 from engine.perf_map import dump_code, write_perf_map
 from engine.packed_game import PackedGame, default_processes, pack_game
-from engine.simulation import NC, ShowdownSampler, compact_profile, simulate
+from engine.simulation import NC, ShowdownSampler, compact_profile, describe_hand_events, simulate
 
 
 def threshold_profile(game: PackedGame, equity: np.ndarray, p1: np.ndarray, chunk: int = 400_000) -> np.ndarray:
@@ -164,9 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     same = simulate(game, [profile], seats, start, 200_000, args.seed, sampler)
     print(f"start {start}: {res.mean_hands:.2f} hands per tournament, unfinished {res.unfinished}; the dense float32 "
           f"profile plays the same tournaments: {np.array_equal(dense.mean, same.mean)}")
-    print("per hand: " + ", ".join(f"{v:.3f} {k.replace('_', '-')}" for k, v in res.hand_events.items())
-          + " (decisions, showdowns of two and of three hands, and the shares of the hands played heads-up and "
-            "three-handed)")
+    print(f"per hand: {describe_hand_events(res.hand_events)}")
     print("mean payoff $ per starting position: " + ", ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(res.mean, res.se)))
     print("finishing distribution (rows = starting position, columns = place):")
     print(np.array2string(res.finishing, precision=4))

@@ -209,12 +209,12 @@ written out, less since), so the shares say how much a profile gains from them (
 "The simulation")."""
 
 
-
 def describe_hand_events(events: dict[str, float]) -> str:
     """:attr:`SimulationResult.hand_events` in words, for a log or a CLI line ("2.20 decisions, …")."""
     return (f"{events['decisions']:.2f} decisions, {events['two_way']:.3f} two-way and {events['three_way']:.3f} "
             f"three-way showdowns ({events['heads_up']:.1%} of the hands heads-up, {events['three_handed']:.1%} "
             "three-handed)")
+
 
 Profile = Union[np.ndarray, CompactProfile]
 PROGRESS_CHUNK = 1 << 21

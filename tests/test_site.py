@@ -597,14 +597,12 @@ def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
 def test_showdown_page_prints_its_heatmaps_query_and_its_matchups_to_four_decimals(tiny_build):
     """The all-against-all heat map carries exactly the rows of a query the page prints, and the
     notable matchups' probabilities all show four decimals (0.118 once showed as "0.118")."""
-    import json
 
     import duckdb
 
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     page = (tiny_build["site"].parent / "docs" / "showdown.md").read_text()
-    spec = json.loads(re.search(r'data-target="chart-pair-heatmap">(.*?)</script>', page).group(1))
-    drawn = sorted((r["hand"], r["versus"], r["p_win"]) for r in next(iter(spec["datasets"].values())))
+    drawn = sorted((r["hand"], r["versus"], r["p_win"]) for r in _chart_rows(page, "pair-heatmap"))
     grid_sql = re.search(r"```sql\n(SELECT hand, versus, round\(p_win, 5\) AS p_win FROM pair_equities[^\n]*)\n```",
                          page).group(1)
     assert drawn == sorted(con.execute(grid_sql).fetchall()) and len(drawn) == 169 * 169
@@ -756,15 +754,13 @@ def test_convergence_chart_and_folded_log_tables_carry_the_solve_log(tiny_build)
     """The solve quality page charts every positive max exploitability, max |ΔV| and target of the
     warehouse's solve log (log scale: the zeros left out), one panel per layer, and folds each
     layer's log table under a line with its outer iterations, CFR+ iterations and seconds."""
-    import json
 
     import duckdb
 
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     log = con.execute("SELECT * FROM solve_log WHERE game = 'tiny' ORDER BY players, outer_iteration").df()
     page = (tiny_build["site"].parent / "docs" / "solve-quality.md").read_text()
-    spec = json.loads(re.search(r'data-target="chart-convergence">(.*?)</script>', page).group(1))
-    rows = next(iter(spec["datasets"].values()))
+    rows = _chart_rows(page, "convergence")
     drawn = sorted((r["players"], r["outer_iteration"], r["column"], r["usd"]) for r in rows)
     expected = sorted((int(r.players), int(r.outer_iteration), c, float(getattr(r, c))) for r in log.itertuples()
                       for c in ("max_exploitability", "max_delta_v", "target") if getattr(r, c) > 0)
@@ -1213,7 +1209,6 @@ def test_the_model_ranges_grids_show_every_model_next_to_the_equilibrium(tiny_bu
     """SPEC §7.7 and issue #4 ask for the push/fold charts of any model next to the equilibrium: the
     grids used to show only the equilibrium, Harville and the deepest FGS (Weitzman, Roberts and
     the shallower FGS depths were in the percentage table alone)."""
-    import json
 
     import duckdb
 
@@ -1223,8 +1218,7 @@ def test_the_model_ranges_grids_show_every_model_next_to_the_equilibrium(tiny_bu
     with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
         page = model_ranges_page(con, "tiny")
         models = configured_models(game_info(con, "tiny"))
-    spec = json.loads(re.search(r'data-target="chart-model-ranges">(.*?)</script>', page).group(1))
-    rows = next(iter(spec["datasets"].values()))
+    rows = _chart_rows(page, "model-ranges")
     shown = {r["panel"].split(" · ")[0] for r in rows}
     assert shown == {"equilibrium", *models} and len(models) == 6
     order = sorted({(r["order"], r["panel"].split(" · ")[0]) for r in rows})
