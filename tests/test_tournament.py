@@ -302,6 +302,86 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_streamed.order_probs))
 
 
+def _strip_members(path: Path, *names: str) -> None:
+    """Rewrite the .npz at ``path`` without the members ``names``, as an earlier version wrote it."""
+    with np.load(path) as data:
+        members = {name: data[name] for name in data.files if name not in names}
+    path.unlink()
+    with open(path, "wb") as f:  # (np.savez on a path would add ".npz" to a name without it)
+        np.savez(f, **members)
+
+
+def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tiny_tensors):
+    """A checkpoint folder outlives versions of the code (the 45-unit 5-player layer's took 16 h of
+    solving): each member added since the first checkpoints has a default that an older file gets —
+    a plain sum of regrets (weight = iterations), no exact check counted, no state held at the cap,
+    no retries tried, not settled, not finished, no values referred to, no kept seconds — and a
+    file from before the state records restores the solvers alone (their states are checked afresh)."""
+    from engine.cfr import REGRET_ARRAYS, HandSolver
+    from engine.checkpoint import Ledger, finished_layer, load_blocks, load_layer, save_block, save_layer
+    from engine.layers import compile_layer
+
+    _, hands = compile_layer(6, 3, PAYOUTS)
+    m, terminals = len(hands), [len(h.term_kind) for h in hands]
+    solvers = [HandSolver(h, tiny_tensors) for h in hands]
+    ledger = Ledger.empty(terminals, 3)
+    rng = np.random.default_rng(7)
+    for s in solvers:
+        for name in REGRET_ARRAYS:
+            getattr(s, name)[:] = rng.random(getattr(s, name).shape)
+        s.iterations, s.regret_weight = int(rng.integers(2, 50)), 0.5
+    ledger.bound[:], ledger.gains[:], ledger.drift[:] = rng.random(m), rng.random((m, 3)), rng.random(m)
+    ledger.checked_at[:], ledger.checked[:] = 0, True
+    ledger.held_target[:], ledger.held_exploitability[:] = 0.01, 0.02
+    ledger.V_at = {0: rng.random((m, 3))}
+    ledger.held_retries, ledger.held_retries_allowed, ledger.settled = 1, 2, True
+    V = rng.random((m, 3))
+    log = [{"players": 3, "outer_iteration": k, "target": 0.001, "states_updated": 4, "states_skipped": 0,
+            "states_screened": 0, "states_checked": 4, "cfr_iterations": 30, "max_delta_v": 0.1,
+            "max_exploitability": 0.001, "wall_s": 0.5} for k in (1, 2)]
+    save_layer(tmp_path, 3, V, log, 2, solvers, ledger, finished=True)
+    assert finished_layer(tmp_path, 3) is not None
+
+    path = tmp_path / "layer3.npz"
+    _strip_members(path, "regret_weight", "checked", "held_target", "held_exploitability", "held_retries",
+                   "settled", "finished", "V_at_keys", "V_at")
+    assert finished_layer(tmp_path, 3) is None  # (not known to be finished: the layer is solved on)
+    back, ledger_back = [HandSolver(h, tiny_tensors) for h in hands], Ledger.empty(terminals, 3)
+    V2, log2, outer, finished = load_layer(tmp_path, 3, back, ledger_back)
+    assert np.array_equal(V2, V) and log2 == log and outer == 2 and not finished
+    for s, t in zip(solvers, back):
+        assert all(np.array_equal(getattr(s, name), getattr(t, name)) for name in REGRET_ARRAYS)
+        assert t.iterations == s.iterations and t.regret_weight == float(s.iterations)
+    assert np.array_equal(ledger_back.bound, ledger.bound) and np.array_equal(ledger_back.gains, ledger.gains)
+    assert not ledger_back.checked.any() and np.isinf(ledger_back.held_target).all()
+    assert not ledger_back.held_exploitability.any() and ledger_back.V_at == {}
+    assert (ledger_back.held_retries, ledger_back.held_retries_allowed, ledger_back.settled) == (0, 0, False)
+
+    # a log from before its field `states_checked`: 0 for it, the other fields in their places
+    with np.load(path) as data:
+        members = {name: data[name] for name in data.files}
+    keep = [i for i, k in enumerate(members["log_keys"]) if k != "states_checked"]
+    members["log"], members["log_keys"] = members["log"][:, keep], members["log_keys"][keep]
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+    _, log2, _, _ = load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in hands])
+    assert log2 == [{**e, "states_checked": 0} for e in log]
+
+    # before the state records: the solvers' regrets only, the ledger left as a fresh one
+    _strip_members(path, "bound", "gains", "drift", "checked_at", "skipped", "screened", "terminals", "order_probs")
+    back, ledger_back = [HandSolver(h, tiny_tensors) for h in hands], Ledger.empty(terminals, 3)
+    load_layer(tmp_path, 3, back, ledger_back)
+    assert all(np.array_equal(s.regret_jam, t.regret_jam) for s, t in zip(solvers, back))
+    fresh = Ledger.empty(terminals, 3)
+    assert np.array_equal(ledger_back.gains, fresh.gains) and np.array_equal(ledger_back.checked_at, fresh.checked_at)
+
+    # a block of an outer iteration from before its seconds were kept: its states count, no time
+    block = save_block(tmp_path, 3, 2, {1: 5, 3: 7}, [1, 3], solvers, ledger, elapsed=9.0)
+    _strip_members(block, "elapsed")
+    done, elapsed = load_blocks(tmp_path, 3, 2, [HandSolver(h, tiny_tensors) for h in hands], Ledger.empty(terminals, 3))
+    assert done == {1: 5, 3: 7} and elapsed == 0.0
+
+
 def test_interrupted_solve_resumes_on_the_same_path(tmp_path, tiny_tensors, monkeypatch):
     """Killed twice inside an outer iteration (the first time among the first outer iteration's
     warm-started waves), the solve resumes with the states its block checkpoints hold, does not
