@@ -301,6 +301,26 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         assert (s.margins is None) == (t.margins is None)
     assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_streamed.order_probs))
 
+    # a plain dict of the members (no zip behind it) restores the same records, sliced instead of streamed
+    with np.load(tmp_path / "layer3.npz") as data:
+        members = {name: data[name] for name in data.files}
+    sliced = [HandSolver(h, tiny_tensors) for h in hands]
+    ledger_sliced = Ledger.empty([len(h.term_kind) for h in hands], 3)
+    restore_records(members, sliced, ledger_sliced)
+    for s, t in zip(back, sliced):
+        assert all(np.array_equal(getattr(s, name), getattr(t, name)) for name in REGRET_ARRAYS)
+        assert (s.solution is None and t.solution is None) or np.array_equal(s.solution, t.solution)
+        assert (s.margins is None and t.margins is None) or all(map(np.array_equal, s.margins, t.margins))
+    assert all(np.array_equal(a, b) for a, b in zip(ledger.order_probs, ledger_sliced.order_probs))
+
+    # a warm start's read (profiles=False): regrets, predictions and clocks, no certified profiles
+    warm = [HandSolver(h, tiny_tensors) for h in hands]
+    load_layer(tmp_path, 3, warm, profiles=False)
+    for s, t in zip(solvers, warm):
+        assert all(np.array_equal(getattr(s, name), getattr(t, name)) for name in REGRET_ARRAYS)
+        assert (t.iterations, t.regret_weight) == (s.iterations, s.regret_weight)
+        assert t.solution is None and t.gains is None and t.margins is None
+
 
 def _strip_members(path: Path, *names: str) -> None:
     """Rewrite the .npz at ``path`` without the members ``names``, as an earlier version wrote it."""
@@ -309,6 +329,39 @@ def _strip_members(path: Path, *names: str) -> None:
     path.unlink()
     with open(path, "wb") as f:  # (np.savez on a path would add ".npz" to a name without it)
         np.savez(f, **members)
+
+
+def test_a_checkpoint_of_another_game_is_refused(tmp_path, tiny_tensors):
+    """Records are put back by position, so a checkpoint whose states do not have this game's
+    decision nodes (another game's, or one whose states were numbered otherwise) is refused with
+    what to do, not read into the wrong solvers."""
+    from engine.cfr import HandSolver
+    from engine.checkpoint import Ledger, load_layer, save_layer
+    from engine.layers import compile_layer
+
+    _, hands = compile_layer(6, 3, PAYOUTS)
+    solvers = [HandSolver(h, tiny_tensors) for h in hands]
+    ledger = Ledger.empty([len(h.term_kind) for h in hands], 3)
+    log = [{k: 0 for k in ("players", "outer_iteration", "target", "states_updated", "states_skipped",
+                           "states_screened", "states_checked", "cfr_iterations", "max_delta_v",
+                           "max_exploitability", "wall_s")}]
+    save_layer(tmp_path, 3, np.zeros((len(hands), 3)), log, 1, solvers, ledger)
+    path = tmp_path / "layer3.npz"
+    refused = f"checkpoint {re.escape(str(path))}: checkpoint does not match this game \\(delete it to start over\\)"
+
+    _, other = compile_layer(7, 3, PAYOUTS)  # more states
+    with pytest.raises(ValueError, match=refused):
+        load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in other])
+
+    with np.load(path) as data:  # the same states, numbered otherwise
+        members = {name: data[name] for name in data.files}
+    sizes = members["sizes"]
+    assert len(set(sizes.tolist())) > 1
+    members["sizes"] = np.roll(sizes, 1)
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+    with pytest.raises(ValueError, match=refused):
+        load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in hands])
 
 
 def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tiny_tensors):
