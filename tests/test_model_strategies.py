@@ -314,3 +314,101 @@ def test_a_sweep_gives_the_same_results_in_any_order(game, monkeypatch):
         np.testing.assert_array_equal(straight.exploitability[n], backwards.exploitability[n])
         for a, b in zip(straight.strategies[n], backwards.strategies[n]):
             np.testing.assert_array_equal(a, b)
+
+
+def _sweep_layer(hands, tensors, rng, with_solvers: bool) -> dict:
+    """A layer dict as a sweep holds it, filled with random results (and solvers with random regrets)."""
+    from engine.cfr import REGRET_ARRAYS, HandSolver
+
+    m = len(hands)
+    solvers = None
+    if with_solvers:
+        solvers = [HandSolver(h, tensors) for h in hands]
+        for s in solvers:
+            for name in REGRET_ARRAYS:
+                getattr(s, name)[:] = rng.random(getattr(s, name).shape)
+            s.iterations, s.regret_weight = int(rng.integers(1, 40)), float(rng.random())
+    return {"values": rng.random((m, PLAYERS)), "exploitability": rng.random(m) * 1e-3,
+            "iterations": rng.integers(1, 500, m), "wall_s": 12.5, "solvers": solvers,
+            "strategies": [np.round(rng.random((len(h.node_actor), 169))) for h in hands],
+            "order_probs": [rng.random((len(h.term_kind), 6)) for h in hands]}
+
+
+def test_a_sweeps_layer_files_keep_its_results_and_their_solvers_to_the_bit(game, tmp_path):
+    """What a sweep's checkpoint files give back (engine.sweep_checkpoint): the parts of a layer being
+    solved, in order, with the layer's seconds at the last; the finished layer, deflated, its parts
+    gone; the summary only once every layer is saved; and the kept solvers dropped per sweep."""
+    import zipfile
+
+    from engine.cfr import REGRET_ARRAYS, HandSolver
+    from engine.sweep_checkpoint import (drop_solvers, layer_saved_at, load_sweep_layer, load_sweep_parts,
+                                         part_paths, save_sweep_layer, save_sweep_part, saved_layer_wall_s,
+                                         saved_sweep_summary, saved_sweep_values, sweep_saved)
+
+    tensors, _, _, layers = game
+    hands = layers[3]
+    m = len(hands)
+    rng = np.random.default_rng(11)
+    layer = _sweep_layer(hands, tensors, rng, with_solvers=True)
+
+    def empty_layer() -> dict:
+        return {"values": np.zeros((m, PLAYERS)), "exploitability": np.zeros(m), "iterations": np.zeros(m, np.int64),
+                "strategies": [None] * m, "order_probs": [None] * m}
+
+    assert load_sweep_parts(tmp_path, "icm", 3, hands, empty_layer(), None) == ([], 0.0)
+    first, second = [4, 0, 2], [1, 5]
+    save_sweep_part(tmp_path, "icm", 3, first, layer, layer["solvers"], wall_s=3.0)
+    save_sweep_part(tmp_path, "icm", 3, second, layer, layer["solvers"], wall_s=7.5)
+    resumed, solvers = empty_layer(), [HandSolver(h, tensors) for h in hands]
+    done, wall_s = load_sweep_parts(tmp_path, "icm", 3, hands, resumed, solvers)
+    assert done == first + second and wall_s == 7.5
+    for s in done:
+        assert np.array_equal(resumed["values"][s], layer["values"][s])
+        assert resumed["exploitability"][s] == layer["exploitability"][s]
+        assert resumed["iterations"][s] == layer["iterations"][s]
+        assert np.array_equal(resumed["strategies"][s], layer["strategies"][s])
+        assert np.array_equal(resumed["order_probs"][s], layer["order_probs"][s])
+        assert all(np.array_equal(getattr(solvers[s], a), getattr(layer["solvers"][s], a)) for a in REGRET_ARRAYS)
+    untouched = sorted(set(range(m)) - set(done))
+    assert all(resumed["strategies"][s] is None for s in untouched) and not resumed["values"][untouched].any()
+    with pytest.raises(ValueError, match="does not match this game"):
+        load_sweep_parts(tmp_path, "icm", 3, hands[1:] + hands[:1], empty_layer(), None)
+
+    assert layer_saved_at(tmp_path, "icm", 3) is None
+    save_sweep_layer(tmp_path, "icm", 3, layer, keep_solvers=True)
+    assert part_paths(tmp_path, "icm", 3) == []
+    assert layer_saved_at(tmp_path, "icm", 3) == (tmp_path / "icm.layer3.npz").stat().st_mtime
+    with zipfile.ZipFile(tmp_path / "icm.layer3.npz") as zf:  # (strategies of exact 0 and 1 deflate)
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_DEFLATED}
+    back = load_sweep_layer(tmp_path, "icm", 3, hands, tensors)
+    for key in ("values", "exploitability", "iterations"):
+        assert np.array_equal(back[key], layer[key]), key
+    assert back["wall_s"] == saved_layer_wall_s(tmp_path, "icm", 3) == 12.5
+    assert all(map(np.array_equal, back["strategies"], layer["strategies"]))
+    assert all(map(np.array_equal, back["order_probs"], layer["order_probs"]))
+    for s, t in zip(back["solvers"], layer["solvers"]):
+        assert all(np.array_equal(getattr(s, a), getattr(t, a)) for a in REGRET_ARRAYS)
+        assert (s.iterations, s.regret_weight) == (t.iterations, t.regret_weight)
+    values_only = load_sweep_layer(tmp_path, "icm", 3, hands, tensors, strategies=False)
+    assert values_only["strategies"] == [] and np.array_equal(values_only["values"], layer["values"])
+    with pytest.raises(ValueError, match="does not match this game"):
+        load_sweep_layer(tmp_path, "icm", 3, hands[:-1], tensors)
+
+    assert not sweep_saved(tmp_path, "icm", [2, 3]) and saved_sweep_summary(tmp_path, "icm", [2, 3]) is None
+    small = _sweep_layer(layers[2], tensors, rng, with_solvers=False)
+    save_sweep_layer(tmp_path, "icm", 2, small, keep_solvers=False)
+    rows = saved_sweep_summary(tmp_path, "icm", [2, 3])
+    assert [r["players"] for r in rows] == [2, 3]
+    kept_values = saved_sweep_values(tmp_path, "icm", [2, 3])
+    assert np.array_equal(kept_values[2], small["values"]) and np.array_equal(kept_values[3], layer["values"])
+    assert rows[1] == {"players": 3, "states": m, "cfr_iterations": int(layer["iterations"].sum()),
+                       "max_exploitability": float(layer["exploitability"].max()), "wall_s": 12.5,
+                       "nodes": sum(len(h.node_actor) for h in hands)}
+    assert load_sweep_layer(tmp_path, "icm", 2, layers[2], tensors)["solvers"] is None  # none kept for it
+
+    other = _sweep_layer(hands, tensors, rng, with_solvers=True)
+    save_sweep_layer(tmp_path, "roberts", 3, other, keep_solvers=True)
+    drop_solvers(tmp_path, "icm")  # one sweep's solvers: the other's stay
+    assert sorted(p.name for p in tmp_path.glob("*.solvers.npz")) == ["roberts.layer3.solvers.npz"]
+    drop_solvers(tmp_path)
+    assert list(tmp_path.glob("*.solvers.npz")) == [] and sweep_saved(tmp_path, "roberts", [3])
