@@ -359,6 +359,8 @@ def test_a_sweeps_layer_files_keep_its_results_and_their_solvers_to_the_bit(game
     first, second = [4, 0, 2], [1, 5]
     save_sweep_part(tmp_path, "icm", 3, first, layer, layer["solvers"], wall_s=3.0)
     save_sweep_part(tmp_path, "icm", 3, second, layer, layer["solvers"], wall_s=7.5)
+    # read by a run that keeps no solvers (no later sweep warm-starts from this one): the results alone
+    assert load_sweep_parts(tmp_path, "icm", 3, hands, empty_layer(), None) == (first + second, 7.5)
     resumed, solvers = empty_layer(), [HandSolver(h, tensors) for h in hands]
     done, wall_s = load_sweep_parts(tmp_path, "icm", 3, hands, resumed, solvers)
     assert done == first + second and wall_s == 7.5
@@ -384,6 +386,7 @@ def test_a_sweeps_layer_files_keep_its_results_and_their_solvers_to_the_bit(game
     for key in ("values", "exploitability", "iterations"):
         assert np.array_equal(back[key], layer[key]), key
     assert back["wall_s"] == saved_layer_wall_s(tmp_path, "icm", 3) == 12.5
+    assert len(back["strategies"]) == len(back["order_probs"]) == m
     assert all(map(np.array_equal, back["strategies"], layer["strategies"]))
     assert all(map(np.array_equal, back["order_probs"], layer["order_probs"]))
     for s, t in zip(back["solvers"], layer["solvers"]):
