@@ -96,6 +96,40 @@ def test_rows_of_another_run_with_the_same_count_are_not_taken_for_a_units_own(t
         db.replace_rows(con, "finishing", frame(0.0), key)
         assert rows_of_kept_unit(con, done, "layer2", record, "finishing", key, 4, 4) == "held"
 
+        # rows neither held nor kept in the expected count: the unit is to be done again, nothing written
+        assert rows_of_kept_unit(con, done, "layer2", record, "finishing", key, 6, 4) is None
+        assert con.execute("SELECT count(*) FROM finishing").fetchone()[0] == 4
+
+        # a record saved before rows were kept with it (its stamp's keys unsorted): once its rows are
+        # found held, they are kept with it, and another game of the same equilibrium takes them
+        older = UnitCheckpoint(tmp_path / "finishing", {"tournaments": 10, "equilibrium": "e2"})
+        older.save("layer2", {"rows": 4})
+        assert not older.has_rows("layer2") and rows_of_kept_unit(con, older, "layer2", {"rows": 4}, "finishing",
+                                                                     key, 4, 4) == "held"
+        assert older.has_rows("layer2")
+        other_key = {"game": "g2", "players": 2}
+        assert rows_of_kept_unit(con, older, "layer2", {"rows": 4}, "finishing", other_key, 4, 0) == "restored"
+        assert warehouse_rows_digest(con, "finishing", other_key) == warehouse_rows_digest(con, "finishing", key)
+        older.save("layer3", {"rows": 4})  # no rows kept, none held: nothing to take
+        assert rows_of_kept_unit(con, older, "layer3", {"rows": 4}, "finishing", {"game": "g3", "players": 3},
+                                 4, 0) is None
+
+
+def test_games_sharing_an_equilibrium_are_found_by_their_stored_configs(tmp_path):
+    """The games whose rows a build may copy: those whose stored config has the same equilibrium,
+    not the game itself, not another equilibrium, and not a config this version cannot read."""
+    from assets.resume import games_with_equilibrium
+    from warehouse import db
+
+    quick = profile("quick")
+    stored = {"quick": quick.to_json(), "quick-sims": with_overrides(quick, simulation_tournaments=1000).to_json(),
+              "quick-g": with_overrides(quick, gamma=0.002).to_json(), "old": json.dumps({"players": 3, "blinds": 1}),
+              "also": with_overrides(quick, name="also", fgs_depth=2).to_json()}
+    with db.session(tmp_path / "w.duckdb") as con:
+        for game, config_json in stored.items():
+            con.execute("INSERT INTO games (game, config_json) VALUES (?, ?)", [game, config_json])
+        assert games_with_equilibrium(con, quick) == ["also", "quick-sims"]
+
 
 class _Clock:
     """A stand-in for time.perf_counter that moves only when told."""
@@ -210,6 +244,10 @@ def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):
     assert game_folder(tmp_path, "solve", cfg) == adopted  # from now on, the new folder
     assert game_folder(tmp_path, "models", cfg) == tmp_path / "models" / game_key(cfg)  # none: not made either
     assert not (tmp_path / "models").exists()
+    stray = tmp_path / "finishing" / f"quick-{digest}"  # a file of an old folder's name: not a folder to adopt
+    stray.parent.mkdir()
+    stray.write_text("not a checkpoint folder")
+    assert game_folder(tmp_path, "finishing", cfg) == tmp_path / "finishing" / game_key(cfg) and stray.is_file()
 
 
 def test_old_folders_no_build_uses_are_named_by_progress(tmp_path):
