@@ -207,7 +207,8 @@ def test_sweep_progress_lines():
     """The model assets' log lines for a sweep layer's progress: counts, time so far, time left."""
     from engine.solve_progress import duration, sweep_log_line
 
-    assert [duration(x) for x in (45, 89.4, 720, 5399, 12_240)] == ["45 s", "89 s", "12 min", "90 min", "3.4 h"]
+    assert [duration(x) for x in (45, 89.4, 90, 720, 5399, 5400, 12_240)] == \
+        ["45 s", "89 s", "2 min", "12 min", "90 min", "1.5 h", "3.4 h"]
     event = {"event": "sweep_states", "label": "FGS-3", "players": 5, "done": 12_345, "states": 135_751,
              "wall_s": 2_400.0, "left_s": 26_000.0}
     assert sweep_log_line(event) == "FGS-3: 5-player layer: 12,345/135,751 states done, 40 min, about 7.2 h left"

@@ -1360,6 +1360,14 @@ def test_a_layer_solve_logs_every_progress_event_it_emits(tiny_tensors, tmp_path
     ticker = {**ticker, "done": 12_000, "states": 135_751, "wall_s": 1_500.0, "left_s": 30_000.0}
     assert layer_log_line(ticker) == ("info", "3-player layer, outer iteration 4: 12,000/135,751 states done, 25 min, "
                                               "about 8.3 h left in it")
+    outer = {"event": "outer", "players": 4, "outer_iteration": 7, "target": 0.001, "states_updated": 1_203,
+             "states_skipped": 9_000, "states_screened": 3_000, "states_checked": 41, "cfr_iterations": 52_340,
+             "max_delta_v": 0.0123, "max_exploitability": 0.000987, "wall_s": 95.04}
+    said = ("1203 states updated, 9000 skipped, 3000 screened, 41 checked exactly, 52340 CFR+ iterations, "
+            "max |ΔV| 1.23e-02 $, max exploitability 9.87e-04 $, 95.0 s")
+    assert layer_log_line(outer) == ("info", f"4-player layer, outer iteration 7: target 1.0e-03 $, {said}")
+    assert layer_log_line({**outer, "level": 2, "levels": 5}) == \
+        ("info", f"4-player layer, outer iteration 7: target 1.0e-03 $ (level 2 of 5), {said}")
 
 
 def test_a_seats_long_simulation_logs_its_progress_at_most_every_minute():

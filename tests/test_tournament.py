@@ -1319,6 +1319,30 @@ def test_time_left_leaves_out_the_first_state(monkeypatch):
     assert [e["left_s"] for e in ticks[2:]] == [1.0 * (20 - e["done"]) for e in ticks[2:]]
 
 
+def test_states_done_events_come_at_most_every_period_and_count_earlier_runs():
+    """The one throttle of the sweeps', nemesis rounds' and hand outcomes' loops: an event once at
+    least ``every`` seconds have passed since the last, none after the last state (the loop's own
+    line says that), counting the states and seconds of earlier runs. A scripted clock: 9 states
+    finished at 3, 6, …, 24 and 30 s, every 10 s, 5 states and 100 s done before."""
+    import engine.solve_progress as sp
+
+    finished = [3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0, 24.0, 30.0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
+        events = []
+        results = list(sp.states_done_events(iter("abcdefghi"), 9, events.append, every=10.0, event={"event": "x"},
+                                             done_before=5, wall_before=100.0))
+    assert results == list("abcdefghi")
+    # left: at the rate of the states after the first (3 s each), for the states left in this run
+    assert events == [{"event": "x", "done": 9, "states": 14, "wall_s": 112.0, "left_s": 15.0},
+                      {"event": "x", "done": 13, "states": 14, "wall_s": 124.0, "left_s": 3.0}]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
+        events = []
+        list(sp.states_done_events(range(9), 9, events.append, every=10.0, event={"event": "x"}, states=20))
+    assert [(e["done"], e["states"], e["wall_s"]) for e in events] == [(4, 20, 12.0), (8, 20, 24.0)]
+
+
 def test_time_left_prices_each_kind_of_state_at_its_own_cost():
     """A first outer iteration solves wave after wave, each wave's cold starts several times a warm
     start's cost: at the rate of all states, the 45-unit 5-player layer's estimate swung from 14.6
