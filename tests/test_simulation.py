@@ -189,9 +189,53 @@ def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game
 
 def test_pack_profile_checks_shapes(game, solved):
     bad = {n: layer.strategy for n, layer in solved.items()}
+    states = len(bad[3])
     bad[3] = bad[3][:-1]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=f"layer 3 needs {states} state strategies; got {states - 1}"):
         pack_profile(game, bad)
+
+
+def test_a_matchs_summary_weights_each_seating_by_its_seats():
+    """match_summary over hand-made seatings of a 3-player match: each side's ROI is the mean over
+    its seats (a seating with two A players counts twice for A), and the standard errors of the
+    independent seatings add in quadrature with the same weights."""
+    from types import SimpleNamespace
+
+    from engine.simulation import MatchSeating
+
+    result = SimpleNamespace(mean=np.zeros(3))  # (b_seats reads the players from it)
+    one_a = MatchSeating((0,), 3.0, 0.3, -1.5, 0.2, result)
+    two_a = MatchSeating((0, 1), -6.0, 0.4, 12.0, 0.5, result)
+    summary = match_summary([one_a, two_a])
+    assert summary["roi_a"] == pytest.approx((3.0 - 2 * 6.0) / 3)
+    assert summary["roi_a_se"] == pytest.approx(np.hypot(0.3, 2 * 0.4) / 3)
+    assert summary["roi_b"] == pytest.approx((2 * -1.5 + 12.0) / 3)
+    assert summary["roi_b_se"] == pytest.approx(np.hypot(2 * 0.2, 0.5) / 3)
+
+
+def test_stacked_profiles_decide_as_each_profile_alone():
+    """Several profiles go to the kernel as one rows array and one thresholds array (profile i's
+    rows from i · R, their threshold indices shifted past the earlier profiles'): each stacked row
+    must decide every (class, draw) as its own profile's row does — three profiles, so that a shift
+    applied to the wrong profile's rows shows."""
+    from engine.simulation import _stack_profiles
+
+    rng = np.random.default_rng(5)
+    R = 40
+    profiles = []
+    for i in range(3):
+        dense = rng.random((R, 169)).astype(np.float32)
+        dense[rng.random((R, 169)) < 0.6] = 0.0  # mostly pure, as an equilibrium: a few mixed classes a row
+        dense[rng.random((R, 169)) < 0.3] = 1.0
+        profiles.append(compact_profile(dense))
+    assert all(len(p.thresholds) > 0 for p in profiles)
+    rows, thresholds = _stack_profiles(profiles)
+    assert rows.shape == (3 * R, 8) and len(thresholds) == sum(len(p.thresholds) for p in profiles)
+    for i, p in enumerate(profiles):
+        for r in range(R):
+            for c in range(169):
+                for u32 in rng.integers(0, 2**32, 3, dtype=np.uint64):
+                    assert jams(rows, thresholds, i * R + r, c, u32) == jams(p.rows, p.thresholds, r, c, u32)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])

@@ -322,13 +322,18 @@ def test_checkpoint_round_trip_is_exact(tmp_path, tiny_tensors, solved):
         assert t.solution is None and t.gains is None and t.margins is None
 
 
-def _strip_members(path: Path, *names: str) -> None:
-    """Rewrite the .npz at ``path`` without the members ``names``, as an earlier version wrote it."""
+def _rewrite_members(path: Path, edit) -> None:
+    """Rewrite the .npz at ``path`` with its members (a dict by name) as ``edit`` leaves them."""
     with np.load(path) as data:
-        members = {name: data[name] for name in data.files if name not in names}
-    path.unlink()
+        members = {name: data[name] for name in data.files}
+    edit(members)
     with open(path, "wb") as f:  # (np.savez on a path would add ".npz" to a name without it)
         np.savez(f, **members)
+
+
+def _strip_members(path: Path, *names: str) -> None:
+    """Rewrite the .npz at ``path`` without the members ``names``, as an earlier version wrote it."""
+    _rewrite_members(path, lambda members: [members.pop(name) for name in names])
 
 
 def test_a_checkpoint_of_another_game_is_refused(tmp_path, tiny_tensors):
@@ -336,16 +341,13 @@ def test_a_checkpoint_of_another_game_is_refused(tmp_path, tiny_tensors):
     decision nodes (another game's, or one whose states were numbered otherwise) is refused with
     what to do, not read into the wrong solvers."""
     from engine.cfr import HandSolver
-    from engine.checkpoint import Ledger, load_layer, save_layer
+    from engine.checkpoint import LOG_FIELDS, Ledger, load_layer, save_layer
     from engine.layers import compile_layer
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     solvers = [HandSolver(h, tiny_tensors) for h in hands]
     ledger = Ledger.empty([len(h.term_kind) for h in hands], 3)
-    log = [{k: 0 for k in ("players", "outer_iteration", "target", "states_updated", "states_skipped",
-                           "states_screened", "states_checked", "cfr_iterations", "max_delta_v",
-                           "max_exploitability", "wall_s")}]
-    save_layer(tmp_path, 3, np.zeros((len(hands), 3)), log, 1, solvers, ledger)
+    save_layer(tmp_path, 3, np.zeros((len(hands), 3)), [dict.fromkeys(LOG_FIELDS, 0)], 1, solvers, ledger)
     path = tmp_path / "layer3.npz"
     refused = f"checkpoint {re.escape(str(path))}: checkpoint does not match this game \\(delete it to start over\\)"
 
@@ -353,13 +355,9 @@ def test_a_checkpoint_of_another_game_is_refused(tmp_path, tiny_tensors):
     with pytest.raises(ValueError, match=refused):
         load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in other])
 
-    with np.load(path) as data:  # the same states, numbered otherwise
-        members = {name: data[name] for name in data.files}
-    sizes = members["sizes"]
-    assert len(set(sizes.tolist())) > 1
-    members["sizes"] = np.roll(sizes, 1)
-    with open(path, "wb") as f:
-        np.savez(f, **members)
+    with np.load(path) as data:
+        assert len(set(data["sizes"].tolist())) > 1
+    _rewrite_members(path, lambda members: members.update(sizes=np.roll(members["sizes"], 1)))  # numbered otherwise
     with pytest.raises(ValueError, match=refused):
         load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in hands])
 
@@ -411,12 +409,11 @@ def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tin
     assert (ledger_back.held_retries, ledger_back.held_retries_allowed, ledger_back.settled) == (0, 0, False)
 
     # a log from before its field `states_checked`: 0 for it, the other fields in their places
-    with np.load(path) as data:
-        members = {name: data[name] for name in data.files}
-    keep = [i for i, k in enumerate(members["log_keys"]) if k != "states_checked"]
-    members["log"], members["log_keys"] = members["log"][:, keep], members["log_keys"][keep]
-    with open(path, "wb") as f:
-        np.savez(f, **members)
+    def drop_states_checked(members: dict) -> None:
+        keep = members["log_keys"] != "states_checked"
+        members["log"], members["log_keys"] = members["log"][:, keep], members["log_keys"][keep]
+
+    _rewrite_members(path, drop_states_checked)
     _, log2, _, _ = load_layer(tmp_path, 3, [HandSolver(h, tiny_tensors) for h in hands])
     assert log2 == [{**e, "states_checked": 0} for e in log]
 
@@ -431,7 +428,8 @@ def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tin
     # a block of an outer iteration from before its seconds were kept: its states count, no time
     block = save_block(tmp_path, 3, 2, {1: 5, 3: 7}, [1, 3], solvers, ledger, elapsed=9.0)
     _strip_members(block, "elapsed")
-    done, elapsed = load_blocks(tmp_path, 3, 2, [HandSolver(h, tiny_tensors) for h in hands], Ledger.empty(terminals, 3))
+    resumed = [HandSolver(h, tiny_tensors) for h in hands]
+    done, elapsed = load_blocks(tmp_path, 3, 2, resumed, Ledger.empty(terminals, 3))
     assert done == {1: 5, 3: 7} and elapsed == 0.0
 
 
@@ -1319,7 +1317,7 @@ def test_time_left_leaves_out_the_first_state(monkeypatch):
     assert [e["left_s"] for e in ticks[2:]] == [1.0 * (20 - e["done"]) for e in ticks[2:]]
 
 
-def test_states_done_events_come_at_most_every_period_and_count_earlier_runs():
+def test_states_done_events_come_at_most_every_period_and_count_earlier_runs(monkeypatch):
     """The one throttle of the sweeps', nemesis rounds' and hand outcomes' loops: an event once at
     least ``every`` seconds have passed since the last, none after the last state (the loop's own
     line says that), counting the states and seconds of earlier runs. A scripted clock: 9 states
@@ -1327,19 +1325,17 @@ def test_states_done_events_come_at_most_every_period_and_count_earlier_runs():
     import engine.solve_progress as sp
 
     finished = [3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0, 24.0, 30.0]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
-        events = []
-        results = list(sp.states_done_events(iter("abcdefghi"), 9, events.append, every=10.0, event={"event": "x"},
-                                             done_before=5, wall_before=100.0))
+    monkeypatch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
+    events = []
+    results = list(sp.states_done_events(iter("abcdefghi"), 9, events.append, every=10.0, event={"event": "x"},
+                                         done_before=5, wall_before=100.0))
     assert results == list("abcdefghi")
     # left: at the rate of the states after the first (3 s each), for the states left in this run
     assert events == [{"event": "x", "done": 9, "states": 14, "wall_s": 112.0, "left_s": 15.0},
                       {"event": "x", "done": 13, "states": 14, "wall_s": 124.0, "left_s": 3.0}]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
-        events = []
-        list(sp.states_done_events(range(9), 9, events.append, every=10.0, event={"event": "x"}, states=20))
+    monkeypatch.setattr(sp.time, "perf_counter", _scripted_clock([0.0] + finished))
+    events = []
+    list(sp.states_done_events(range(9), 9, events.append, every=10.0, event={"event": "x"}, states=20))
     assert [(e["done"], e["states"], e["wall_s"]) for e in events] == [(4, 20, 12.0), (8, 20, 24.0)]
 
 
