@@ -143,3 +143,19 @@ def test_a_layer_solve_into_a_folder_another_holds_is_refused_and_a_free_one_dro
     (tmp_path / "layer2.npz.tmp").write_bytes(b"PK half a file")
     solve_layer(6, 2, (70.0, 30.0), 1e-3, tiny_tensors, {}, threads=1, checkpoint=tmp_path)
     assert (tmp_path / "layer2.npz").exists() and not list(tmp_path.glob("*.tmp*"))
+
+
+def test_a_temporary_of_another_users_live_process_is_kept(tmp_path, monkeypatch):
+    """A process that signal 0 may not reach (another user's: EPERM) is running, so its temporary
+    stays; one that does not exist (ESRCH), or a number no process can have, is not."""
+    def kill(pid: int, signal: int) -> None:
+        assert signal == 0
+        raise {101: PermissionError, 102: ProcessLookupError}[pid]()
+
+    for pid in (101, 102):
+        (tmp_path / f"layer5.npz.tmp{pid}").write_bytes(b"half")
+    monkeypatch.setattr(atomic_files.os, "kill", kill)
+    assert atomic_files.drop_dead_temporaries(tmp_path) == [tmp_path / "layer5.npz.tmp102"]
+    assert [p.name for p in tmp_path.iterdir()] == ["layer5.npz.tmp101"]
+    monkeypatch.undo()
+    assert not atomic_files.process_running(2**80)
