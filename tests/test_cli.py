@@ -1305,6 +1305,9 @@ def test_a_sigint_during_a_numba_compile_is_raised_once_the_compile_is_done():
             with pytest.raises(KeyboardInterrupt):
                 _add_one_shielded(1)
             assert len(_add_one_shielded.signatures) == 1 and _add_one_shielded(2) == 3  # whole, then interrupted
+            with pytest.raises(KeyboardInterrupt):  # the next compile is shielded the same way
+                _add_one_shielded(1.5)
+            assert len(_add_one_shielded.signatures) == 2 and _add_one_shielded(2.5) == 3.5
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         ev.unregister("numba:compile", sender)
