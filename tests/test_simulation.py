@@ -86,6 +86,19 @@ def test_packed_game_matches_compiled_hands(game):
                     np.testing.assert_allclose(prize, hand.term_prize[t, o], atol=1e-12)
 
 
+def test_a_game_packed_in_chunks_or_in_worker_processes_is_the_game_packed_whole(game):
+    """The 45-unit 5-player game (149,985 states) is packed in chunks of states, in worker processes:
+    chunks of 4 states (layers of 5 and 10 states here, so the last chunk of each is partial), in
+    one process and in two, give every array of the game packed in one piece."""
+    from dataclasses import fields
+
+    for processes in (1, 2):
+        chunked = pack_game(UNITS, PLAYERS, PAYOUTS, processes=processes, chunk=4)
+        for field in fields(game):
+            mine, theirs = getattr(chunked, field.name), getattr(game, field.name)
+            assert np.array_equal(mine, theirs) if isinstance(theirs, np.ndarray) else mine == theirs, field.name
+
+
 def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_or_damaged_cache(
         game, tmp_path, capsys, bench_tensors_released):
     """`./lab bench simulation --cache` keeps the packed game (minutes to pack at 45 units): saved
