@@ -1271,22 +1271,28 @@ def test_outcome_probabilities_interrupted_keep_the_states_they_finished(tiny_te
     kept += 1000.0
     events, computed = [], []
     monkeypatch.setattr(po, "HandSolver", lambda hand, tensors: computed.append(hand) or HandSolver(hand, tensors))
+    started = time.perf_counter()
     resumed = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, progress=events.append,
                                        checkpoint=tmp_path, checkpoint_every=0.0)
+    spent = time.perf_counter() - started
     assert len(computed) == m - 3
     assert events[0] == {"event": "outcome_resumed", "players": 3, "states": 3}
     assert outcome_log_line(events[0]) == ("3-player layer, hand outcomes of the profile: 3 states already done "
                                            "in an earlier run")
     assert [e["done"] for e in events[1:]] == list(range(4, m))
-    assert all(e["wall_s"] >= kept for e in events[1:])  # the interrupted run's seconds count too
+    assert all(kept <= e["wall_s"] <= kept + spent for e in events[1:])  # the interrupted run's seconds count too
+    resumed_blocks = [p for p in tmp_path.glob("outcomes.layer3.block*.npz") if p not in blocks]
+    assert len(resumed_blocks) == m - 3  # (one a state here) and each keeps the seconds of both runs so far
+    assert all(kept <= float(np.load(p)["elapsed"]) <= kept + spent for p in resumed_blocks)
     for s in range(m):
         np.testing.assert_array_equal(resumed[s], straight[s])
 
     # the last block goes with the last state: a caller interrupted after the pass reads it all back
-    whole = tmp_path / "whole"
+    whole, fresh = tmp_path / "whole", []
     po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, checkpoint=whole,
-                             checkpoint_every=1e9)
+                             checkpoint_every=1e9, progress=fresh.append)
     assert len(list(whole.glob("outcomes.layer3.block*.npz"))) == 1
+    assert "outcome_resumed" not in {e["event"] for e in fresh}  # (nothing read back: no resume to report)
     computed.clear()
     again = po.outcome_probabilities(layer.hands, layer.strategy, tiny_tensors, threads=2, checkpoint=whole)
     assert computed == [] and all(np.array_equal(a, b) for a, b in zip(again, straight))
