@@ -27,10 +27,7 @@ def _add_kept_seconds(blocks, seconds: float) -> None:
     run's times must then count them, whatever the machine's speed (a wall-clock race on a slow CI
     machine, 1.2 s resumed against 1.08 s kept, had failed a test that slept instead)."""
     for block in blocks:
-        with np.load(block) as data:
-            members = {name: data[name] for name in data.files}
-        members["elapsed"] = np.array(float(members["elapsed"]) + seconds)
-        np.savez(block, **members)
+        _rewrite_members(block, lambda members: members.update(elapsed=members["elapsed"] + seconds))
 
 PAYOUTS = (70.0, 30.0)
 GAMMA = 1e-3
