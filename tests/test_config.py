@@ -80,6 +80,37 @@ def test_bad_values_name_field_and_rule(overrides, field):
     assert str(info.value).startswith(f"{field}: ") and len(info.value.rule) > 10
 
 
+@pytest.mark.parametrize("field, accepted, refused", [
+    ("rollout_samples", [1, 1_000_000], [0, 1_000_001]),
+    ("rollout_seed", [0, 2**63 - 1], [-1, 2**63]),
+    ("fgs_depth", [0, 20], [-1, 21]),
+    ("simulation_tournaments", [1000, 10**10], [999, 10**10 + 1]),
+    ("direct_match_tournaments", [0, 1000, 10**10], [1, 999, 10**10 + 1]),
+])
+def test_each_ranges_ends_are_accepted_and_the_next_values_out_refused(field, accepted, refused):
+    """The ends of each range the rules state (e.g. "from 1,000 to 10^10") are in it, the next
+    whole numbers out of it are not."""
+    for value in accepted:
+        assert getattr(profile("thesis", **{field: value}), field) == value
+    for value in refused:
+        with pytest.raises(ConfigError) as info:
+            profile("thesis", **{field: value})
+        assert info.value.field == field
+
+
+@pytest.mark.parametrize("overrides, field, rule", [
+    (dict(gamma=0), "gamma", "must be a finite number > 0"),  # not the rule for a tiny gamma
+    (dict(start="9 9 9 9 9"), "start", "must be a list of numbers"),  # not taken character by character
+    (dict(payouts="50"), "payouts", "must be a list of numbers"),
+    (dict(payouts=b"50"), "payouts", "must be a list of numbers"),
+    (dict(start=9), "start", "must be a list of numbers"),
+])
+def test_a_value_of_the_wrong_kind_gets_the_rule_it_breaks(overrides, field, rule):
+    with pytest.raises(ConfigError) as info:
+        profile("thesis", **overrides)
+    assert info.value.field == field and info.value.rule.startswith(rule)
+
+
 def test_every_model_seed_stays_within_what_simulate_seed_accepts():
     from assets.simulation import model_seed
     from engine.config import MAX_SIMULATION_SEED
@@ -101,6 +132,16 @@ def test_more_places_than_players_says_when_the_extra_ones_pay_nothing():
     with pytest.raises(ConfigError) as info:
         profile("quick", players=3, payouts=(50, 30, 15, 5))
     assert "lists 4 places but the game has only 3 players" in str(info.value) and "leave out" not in str(info.value)
+
+
+def test_paid_places_drop_the_trailing_places_that_pay_nothing_but_keep_the_first():
+    from engine.config import paid_places
+
+    assert paid_places((50, 30, 20, 0, 0)) == [50.0, 30.0, 20.0]
+    assert paid_places((100, 0, 0)) == [100.0]  # winner takes all: one place
+    assert paid_places((0.0,)) == [0.0]
+    assert paid_places((60, 0, 40)) == [60.0, 0.0, 40.0]  # only trailing places go
+    assert profile("quick", payouts=(50, 30, 20, 0)).solve_key() == profile("quick").solve_key()
 
 
 def test_unknown_profile():
@@ -161,6 +202,9 @@ def test_position_names():
     assert position_names(2) == ("SB", "BB")
     assert position_names(3) == ("BU", "SB", "BB")
     assert position_names(5) == ("HJ", "CO", "BU", "SB", "BB")
+    assert position_names(7) == ("UTG", "MP", "HJ", "CO", "BU", "SB", "BB")  # named up to 7
+    with pytest.raises(ConfigError, match="players: positions are named for 2 to 7 players"):
+        position_names(8)
 
 
 def test_checkpoints_do_not_depend_on_analysis_fields():
