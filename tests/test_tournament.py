@@ -830,6 +830,7 @@ def test_values_cycling_needs_a_whole_window_of_large_moves_at_one_target():
     assert not values_cycling(cycle[1:], pool)  # one outer iteration short
     assert not values_cycling(cycle[:-1] + [entry(1e-2, CYCLE_SHARE * pool / 2)], pool)  # one small move
     assert not values_cycling(cycle[:-1] + [entry(1e-2, big, updated=0)], pool)  # an outer iteration updating nothing
+    assert values_cycling([entry(1e-2, big, updated=1)] * CYCLE_WINDOW, pool)  # one state updated each time is enough
     assert not values_cycling([entry(10 ** -1.5, big)] + cycle[1:], pool)  # the window spans two targets
     # a settling layer: a first level moving values by dollars for a few outer iterations, then
     # shrinking 3× per outer iteration; a long tail at gamma moving them by up to $0.3
