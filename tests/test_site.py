@@ -1043,24 +1043,27 @@ def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
     page = (tiny_build["site"].parent / "docs" / "simulation.md").read_text()
     assert "seatings of the\nstart state, 5,000 tournaments a seating" in page  # direct_match_tournaments
     # the views behind the page's means, against numpy over the raw rows
-    fin, = con.execute("SELECT list(finishing ORDER BY hero_position) FROM simulation WHERE game = 'tiny' "
-                       "AND model = 'weitzman'").fetchone()
-    view = con.execute("SELECT mean_roi_pct, mean_roi_se_pct, finishing, seats FROM simulation_summary "
-                       "WHERE game = 'tiny' AND model = 'weitzman'").fetchone()
+    fin, hands, played = con.execute("""SELECT list(finishing ORDER BY hero_position), list(mean_hands),
+                                               list(tournaments) FROM simulation
+                                        WHERE game = 'tiny' AND model = 'weitzman'""").fetchone()
+    view = con.execute("SELECT mean_roi_pct, mean_roi_se_pct, finishing, seats, mean_hands, tournaments "
+                       "FROM simulation_summary WHERE game = 'tiny' AND model = 'weitzman'").fetchone()
     np.testing.assert_allclose(view[:2], [np.mean(roi), np.sqrt(np.sum(np.square(se))) / len(se)], rtol=1e-12)
     np.testing.assert_allclose(view[2], np.mean(fin, axis=0), rtol=1e-12)
     assert view[3] == len(roi) == 3
+    assert view[4] == pytest.approx(np.mean(hands), rel=1e-12) and view[5] == sum(played) == 3 * 20000
     a, a_se, b, b_se, k = (np.array(x) for x in con.execute(
         """SELECT list(roi_a_pct), list(roi_a_se_pct), list(roi_b_pct), list(roi_b_se_pct), list(a_players)
            FROM direct_matches WHERE game = 'tiny' AND model_a = 'FGS-1'""").fetchone())
-    view = con.execute("""SELECT mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_pct, mean_roi_b_se_pct, seatings
+    view = con.execute("""SELECT mean_roi_a_pct, mean_roi_a_se_pct, mean_roi_b_pct, mean_roi_b_se_pct, seatings,
+                                 tournaments
                           FROM direct_match_summary WHERE game = 'tiny' AND model_a = 'FGS-1' AND model_b = 'harville'
                        """).fetchone()
     # every seat alike: a seating with k A players counts k times for A and 3 − k for B
     np.testing.assert_allclose(view[:4], [a @ k / k.sum(), np.hypot.reduce(a_se * k) / k.sum(),
                                           b @ (3 - k) / (3 - k).sum(), np.hypot.reduce(b_se * (3 - k)) / (3 - k).sum()],
                                rtol=1e-12)
-    assert view[4] == 2 ** 3 - 2 and sorted(k) == [1, 1, 1, 2, 2, 2]
+    assert view[4] == 2 ** 3 - 2 and sorted(k) == [1, 1, 1, 2, 2, 2] and view[5] == 6 * 5000
     sums, = con.execute("""SELECT list(list_sum(finishing_a)) || list(list_sum(finishing_b)) FROM direct_matches
                            WHERE game = 'tiny' AND model_a = 'FGS-1'""").fetchone()
     assert np.allclose(sums, 1.0, atol=1e-12)  # every tournament finished, so:
