@@ -540,6 +540,16 @@ def test_model_values_and_deviation_views_match_numpy(tiny_build):
     grp = d.groupby(["model", "players", "multiset", "stack"])
     d["payoff_pa"] = grp["payoff"].transform("mean")
     d["equilibrium_pa"] = grp["equilibrium"].transform("mean")
+    keys = ["model", "players", "state_id", "position"]
+    view = con.execute("SELECT * FROM model_values WHERE game = 'tiny'").df().sort_values(keys).reset_index(drop=True)
+    mine = d.sort_values(keys).reset_index(drop=True)
+    assert len(view) == len(mine) and (view[keys] == mine[keys]).all().all()
+    assert (view["stack"] == mine["stack"]).all()
+    np.testing.assert_allclose(view["deviation"], mine["payoff"] - mine["equilibrium"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(view["relative_deviation_pct"],
+                               100 * (mine["payoff"] - mine["equilibrium"]) / mine["equilibrium"], rtol=1e-9, atol=1e-12)
+    for column in ("payoff", "equilibrium", "payoff_pa", "equilibrium_pa"):
+        np.testing.assert_allclose(view[column], mine[column], rtol=1e-12, err_msg=column)
     summary = con.execute("SELECT * FROM deviation_summary WHERE game = 'tiny'").df()
     for model in MODELS:
         m = d[d["model"] == model]
