@@ -144,6 +144,34 @@ def test_bad_input_exits_2_with_message(capsys, argv, needle):
     assert "Traceback" not in err
 
 
+def test_stacks_of_any_smaller_layer_are_a_state_and_a_long_bad_value_is_shown_cut():
+    from engine.config import profile
+    from jamfold.common import UsageError, whole_stacks
+
+    gs08 = profile("gs08")
+    assert whole_stacks(["40", " 5 "], gs08) == [40, 5]  # a heads-up state of the 3-player game
+    assert whole_stacks(["+1", "41", "3"], gs08) == [1, 41, 3]
+    heads_up = profile("gs08", players=2, payouts=(70, 30))
+    with pytest.raises(UsageError, match=r"has states of 2 players \(got 3 stacks\)"):
+        whole_stacks(["1", "41", "3"], heads_up)
+    with pytest.raises(UsageError, match="'abcdefghijklmnopqrst' is not a whole"):  # 20 characters: whole
+        whole_stacks(["abcdefghijklmnopqrst", "1"], gs08)
+    with pytest.raises(UsageError, match=r"'abcdefghijkl… \(21 characters\)' is not a whole"):
+        whole_stacks(["abcdefghijklmnopqrstu", "1"], gs08)
+
+
+def test_a_build_folder_is_made_with_its_parents_and_the_configs_live_under_dagsters_home(tmp_path, monkeypatch):
+    from jamfold.common import configs_folder, usable_folder
+
+    usable_folder("JAMFOLD_CACHE", tmp_path / "a" / "b" / "c")
+    assert (tmp_path / "a" / "b" / "c").is_dir()
+    usable_folder("JAMFOLD_CACHE", tmp_path / "a")  # there already: fine
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert configs_folder(tmp_path / "repo") == tmp_path / "home" / "configs"
+    monkeypatch.delenv("DAGSTER_HOME")  # (`jamfold` run without ./lab)
+    assert configs_folder(tmp_path / "repo") == tmp_path / "repo" / ".dagster_home" / "configs"
+
+
 @pytest.mark.parametrize("variable", ["JAMFOLD_CACHE", "JAMFOLD_BUILD_DIR", "DAGSTER_HOME"])
 def test_a_build_folder_that_cannot_be_made_is_refused_before_any_work(capsys, tmp_path, monkeypatch, variable):
     """A checkpoint, site or Dagster folder under a regular file: exit 2 naming the variable at the
