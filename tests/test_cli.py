@@ -1170,6 +1170,29 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
         assert exc.value.code == 0
         out = capsys.readouterr().out
         assert listed[name].split()[0].capitalize() in out.split("\n\n")[1], name
+        # the commands that read a built game list its flags under a heading that says they name it
+        assert ("the game:\n  the flags its build took" in out) == (name in {"state", "simulate", "site", "progress"}), name
+
+
+def test_a_runtime_error_that_is_no_interrupted_query_is_not_taken_for_ctrl_c(monkeypatch):
+    """Only DuckDB's "Query interrupted" (a Ctrl-C inside a query) ends a command as interrupted
+    (exit 130); any other error keeps its traceback, a bug to report, not a one-line exit."""
+    from jamfold import cli
+
+    def command(message: str, kind: type) -> None:
+        """The command line's command raises ``kind(message)``."""
+        def run_it(args):
+            raise kind(message)
+        monkeypatch.setattr(cli._OneLineParser, "parse_args", lambda self, argv=None: SimpleNamespace(func=run_it))
+
+    command("Query interrupted", RuntimeError)
+    with pytest.raises(SystemExit) as exc:
+        main(["showdown", "AA", "KK"])
+    assert exc.value.code == 130
+    for message, kind in (("something else failed", RuntimeError), ("Query interrupted", ValueError)):
+        command(message, kind)
+        with pytest.raises(kind, match=message):
+            main(["showdown", "AA", "KK"])
 
 
 def _interrupt_first_write(monkeypatch, then_fail: bool) -> None:
