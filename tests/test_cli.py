@@ -391,6 +391,15 @@ def test_rollout_writes_the_table_a_game_with_its_settings_reads(capsys, tmp_pat
     assert f"(rollout '{game.rollout_id('pairs')}')" in out
 
 
+def test_rollout_without_a_seed_samples_with_the_seed_a_game_takes_by_default():
+    """So that `jamfold rollout --samples N` makes the table a game with `rollout_samples = N` and
+    no seed of its own reads (the help says "default 1")."""
+    from engine.config import GameConfig
+    from jamfold.cli import build_parser
+
+    assert build_parser().parse_args(["rollout", "--samples", "3"]).seed == GameConfig.rollout_seed == 1
+
+
 def test_showdown_human(capsys):
     code, out, _ = run(capsys, "showdown", "AKs", "72o")
     assert code == 0 and "P(AKs wins)" in out and "deal weight" in out
