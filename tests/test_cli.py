@@ -40,6 +40,10 @@ def test_equity_json_matches_oracle(capsys):
                                                                           "choice: 'foo'"),
     (("simulate", "--tournaments", "many"), "jamfold simulate: argument --tournaments: invalid int value: 'many'"),
     (("state", "--profile", "quick"), "jamfold state: the following arguments are required: --stacks"),
+    (("equity", "--stacks", "1", "2", "--payouts", "1"), "jamfold equity: the following arguments are required: --model"),
+    (("equity", "--model", "roberts", "--payouts", "1"), "jamfold equity: the following arguments are required: --stacks"),
+    (("equity", "--model", "roberts", "--stacks", "1", "2"),
+     "jamfold equity: the following arguments are required: --payouts"),
     ((), "jamfold: the following arguments are required: COMMAND"),
     (("equity", "--model", "harville", "--stacks", "2", "3", "--payouts", "1e308"), "--payouts: must sum to a prize "
                                                                                     "pool from 1e-06 to 1e+15 $"),
