@@ -1187,9 +1187,10 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
         assert ("the game:\n  the flags its build took" in out) == (name in {"state", "simulate", "site", "progress"}), name
 
 
-def test_a_runtime_error_that_is_no_interrupted_query_is_not_taken_for_ctrl_c(monkeypatch):
-    """Only DuckDB's "Query interrupted" (a Ctrl-C inside a query) ends a command as interrupted
-    (exit 130); any other error keeps its traceback, a bug to report, not a one-line exit."""
+def test_a_runtime_error_that_is_no_interrupted_query_is_not_taken_for_ctrl_c(monkeypatch, capsys):
+    """A Ctrl-C, or DuckDB's "Query interrupted" (a Ctrl-C inside a query), ends a command as
+    interrupted (exit 130); any other error keeps its traceback (a bug to report, not a one-line
+    exit), an OSError too unless it is a full disk."""
     from jamfold import cli
 
     def command(message: str, kind: type) -> None:
@@ -1198,11 +1199,14 @@ def test_a_runtime_error_that_is_no_interrupted_query_is_not_taken_for_ctrl_c(mo
             raise kind(message)
         monkeypatch.setattr(cli._OneLineParser, "parse_args", lambda self, argv=None: SimpleNamespace(func=run_it))
 
-    command("Query interrupted", RuntimeError)
-    with pytest.raises(SystemExit) as exc:
-        main(["showdown", "AA", "KK"])
-    assert exc.value.code == 130
-    for message, kind in (("something else failed", RuntimeError), ("Query interrupted", ValueError)):
+    for message, kind in (("Query interrupted", RuntimeError), ("", KeyboardInterrupt)):
+        command(message, kind)
+        with pytest.raises(SystemExit) as exc:
+            main(["showdown", "AA", "KK"])
+        assert exc.value.code == 130
+        assert capsys.readouterr().err == "jamfold: interrupted; finished work is kept\n"
+    for message, kind in (("something else failed", RuntimeError), ("Query interrupted", ValueError),
+                          ("a disk error that is no full disk", PermissionError)):
         command(message, kind)
         with pytest.raises(kind, match=message):
             main(["showdown", "AA", "KK"])
