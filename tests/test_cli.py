@@ -40,8 +40,10 @@ def test_equity_json_matches_oracle(capsys):
                                                                           "choice: 'foo'"),
     (("simulate", "--tournaments", "many"), "jamfold simulate: argument --tournaments: invalid int value: 'many'"),
     (("state", "--profile", "quick"), "jamfold state: the following arguments are required: --stacks"),
-    (("equity", "--stacks", "1", "2", "--payouts", "1"), "jamfold equity: the following arguments are required: --model"),
-    (("equity", "--model", "roberts", "--payouts", "1"), "jamfold equity: the following arguments are required: --stacks"),
+    (("equity", "--stacks", "1", "2", "--payouts", "1"),
+     "jamfold equity: the following arguments are required: --model"),
+    (("equity", "--model", "roberts", "--payouts", "1"),
+     "jamfold equity: the following arguments are required: --stacks"),
     (("equity", "--model", "roberts", "--stacks", "1", "2"),
      "jamfold equity: the following arguments are required: --payouts"),
     ((), "jamfold: the following arguments are required: COMMAND"),
@@ -1184,10 +1186,11 @@ def test_every_subcommand_and_option_explains_itself_in_help(capsys):
         out = capsys.readouterr().out
         assert listed[name].split()[0].capitalize() in out.split("\n\n")[1], name
         # the commands that read a built game list its flags under a heading that says they name it
-        assert ("the game:\n  the flags its build took" in out) == (name in {"state", "simulate", "site", "progress"}), name
+        reads_a_build = name in {"state", "simulate", "site", "progress"}
+        assert ("the game:\n  the flags its build took" in out) == reads_a_build, name
 
 
-def test_a_runtime_error_that_is_no_interrupted_query_is_not_taken_for_ctrl_c(monkeypatch, capsys):
+def test_only_a_ctrl_c_or_an_interrupted_query_ends_a_command_as_interrupted(monkeypatch, capsys):
     """A Ctrl-C, or DuckDB's "Query interrupted" (a Ctrl-C inside a query), ends a command as
     interrupted (exit 130); any other error keeps its traceback (a bug to report, not a one-line
     exit), an OSError too unless it is a full disk."""

@@ -546,8 +546,8 @@ def test_model_values_and_deviation_views_match_numpy(tiny_build):
     assert len(view) == len(mine) and (view[keys] == mine[keys]).all().all()
     assert (view["stack"] == mine["stack"]).all()
     np.testing.assert_allclose(view["deviation"], mine["payoff"] - mine["equilibrium"], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(view["relative_deviation_pct"],
-                               100 * (mine["payoff"] - mine["equilibrium"]) / mine["equilibrium"], rtol=1e-9, atol=1e-12)
+    relative = 100 * (mine["payoff"] - mine["equilibrium"]) / mine["equilibrium"]
+    np.testing.assert_allclose(view["relative_deviation_pct"], relative, rtol=1e-9, atol=1e-12)
     for column in ("payoff", "equilibrium", "payoff_pa", "equilibrium_pa"):
         np.testing.assert_allclose(view[column], mine[column], rtol=1e-12, err_msg=column)
     summary = con.execute("SELECT * FROM deviation_summary WHERE game = 'tiny'").df()
