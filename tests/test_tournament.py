@@ -532,8 +532,10 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     _add_kept_seconds(blocks, 1000.0)
     kept += 1000.0
     events.clear()
+    started = time.perf_counter()
     resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
                           checkpoint_every=0.0, progress=events.append)
+    own = time.perf_counter() - started
     kinds = [e["event"] for e in events]
     assert "outer" not in kinds and "states" not in kinds
     back = events[kinds.index("resumed")]
@@ -544,7 +546,8 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     assert "(3 already measured in an earlier run)" in layer_log_line(start)[1]
     ticks = [e["done"] for e in events if e["event"] == "measuring_states"]
     assert ticks == list(range(4, measured))
-    assert all(e["wall_s"] >= kept for e in events if e["event"] == "measuring_states")  # the first run's seconds too
+    # the first run's seconds too, and this run's
+    assert all(kept <= e["wall_s"] <= kept + own for e in events if e["event"] == "measuring_states")
     assert layer_log_line(events[kinds.index("measuring_states")])[1].startswith(
         "3-player layer, final exact measurement: 4/")
     assert np.array_equal(resumed.values, whole.values) and np.array_equal(resumed.exploitability, whole.exploitability)
@@ -594,6 +597,12 @@ def test_an_interrupted_outer_iteration_logs_the_time_of_all_its_runs(tmp_path, 
     assert kept <= resumed.log[0]["wall_s"] <= kept + own
     ticks = [e["wall_s"] for e in events if e["event"] == "states" and e["outer_iteration"] == 1]
     assert ticks and kept <= min(ticks) and max(ticks) <= resumed.log[0]["wall_s"]  # its 'states done' lines too
+    # the states the blocks kept count as done: the lines go on from them, every state but the last
+    back, = [e for e in events if e["event"] == "resumed_states"]
+    assert [e["done"] for e in events if e["event"] == "states" and e["outer_iteration"] == 1] == \
+        list(range(back["done"] + 1, back["states"]))
+    prepared, = [e for e in events if e["event"] == "prepared"]  # (this run's preparing, not the earlier one's)
+    assert 0 <= prepared["wall_s"] <= own
 
 
 def test_a_resumed_outer_iteration_reports_its_seconds_with_its_earlier_runs(monkeypatch):
@@ -745,9 +754,50 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
     lower = {2: solved[2].values}
     layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2)
     assert any(e["states_screened"] for e in layer.log)
+    for before, after in zip(layer.log, layer.log[1:]):  # (see _screens)
+        if before["target"] <= GAMMA and before["states_updated"] == 0:
+            assert after["states_screened"] == 0
     last = layer.log[-1]
     assert last["states_screened"] == 0 and last["states_updated"] == 0 and last["target"] <= GAMMA
     assert_certified_from_scratch(layer, lower, tiny_tensors)
+
+
+def test_an_outer_iteration_without_screening_follows_one_at_gamma_that_updated_none():
+    """Screening (SPEC §6 as sped up here) may not end a layer: after an outer iteration at gamma
+    that updated no state the next screens none, so that one checks every state it does not skip
+    and can end the layer; every other outer iteration of a loose solve screens, none of a strict one."""
+    from engine.tournament import _screens
+
+    def entry(target, updated):
+        return {"target": target, "states_updated": updated}
+
+    g = GAMMA
+    assert _screens(g, [], True, 4 * g)  # the first outer iteration
+    assert _screens(g, [entry(4 * g, 0)], True, g)  # the first at gamma: the last one was looser
+    assert _screens(g, [entry(4 * g, 0), entry(g, 3)], True, g)  # at gamma, still updating
+    assert not _screens(g, [entry(g, 3), entry(g, 0)], True, g)  # settled (perhaps): check everything
+    assert _screens(g, [entry(g, 0), entry(g, 2)], True, g)  # that check updated some: screen again
+    assert not any(_screens(g, log, False, g) for log in ([], [entry(g, 3)], [entry(g, 0)]))
+
+
+def test_only_the_first_outer_iteration_prices_its_states_as_first_solves(tiny_tensors, solved, monkeypatch):
+    """The time left of the first outer iteration is priced per kind of state split by how it
+    starts, cold (no warm-start source) or from a neighbour's regrets; later outer iterations,
+    where every state has been solved, price the kinds alone."""
+    import engine.tournament as tournament
+    from engine.warm_starts import warm_start_waves
+
+    masks, first_solve_kinds = [], tournament.first_solve_kinds
+
+    def noted(kinds, prior, cold):
+        masks.append(cold.copy())
+        return first_solve_kinds(kinds, prior, cold)
+
+    monkeypatch.setattr(tournament, "first_solve_kinds", noted)
+    layer = solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, {2: solved[2].values}, threads=1)
+    assert len(layer.log) > 1
+    _, source = warm_start_waves(layer.stacks)
+    assert len(masks) == 1 and np.array_equal(masks[0], source < 0) and 0 < masks[0].sum() < len(source)
 
 
 def test_loose_levels_cap_their_resolves_and_the_layer_still_ends_certified(tiny_tensors, solved, monkeypatch):
