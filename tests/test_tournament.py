@@ -800,6 +800,33 @@ def test_only_the_first_outer_iteration_prices_its_states_as_first_solves(tiny_t
     assert len(masks) == 1 and np.array_equal(masks[0], source < 0) and 0 < masks[0].sum() < len(source)
 
 
+def test_a_state_skipped_or_screened_carries_a_bound_on_its_exploitability_now(tiny_tensors, solved, monkeypatch):
+    """A state whose turn ends on its bounds keeps, as its exploitability, the rigorous upper bound
+    under this outer iteration's values, not what an earlier turn measured under older ones: the
+    outer iteration's logged max exploitability, a held state's retry and the final measurement
+    read it."""
+    from engine.cfr import HandSolver
+    from engine.game_tree import utilities
+    from engine.state_resolve import StateResolver
+
+    turn, seen = StateResolver.turn, []
+
+    def checked(self, s, outer, target, screen, values):
+        result = turn(self, s, outer, target, screen, values)
+        if self.ledger.skipped[s] or self.ledger.screened[s]:
+            hand = self.solvers[s].hand
+            exact, _ = HandSolver(hand, tiny_tensors).exploitability(utilities(hand, values),
+                                                                     sigma=self.solvers[s].strategy())
+            seen.append((float(self.ledger.bound[s]), exact))
+        return result
+
+    monkeypatch.setattr(StateResolver, "turn", checked)
+    monkeypatch.setattr(state_resolve, "SCREEN_FRACTION", 0.0)  # (screen some states too)
+    solve_layer(6, 3, PAYOUTS, GAMMA, tiny_tensors, {2: solved[2].values}, threads=1)
+    assert len(seen) > 10
+    assert all(bound >= exact - 1e-12 for bound, exact in seen)
+
+
 def test_loose_levels_cap_their_resolves_and_the_layer_still_ends_certified(tiny_tensors, solved, monkeypatch):
     """While the target is looser than gamma a re-solve stops after LOOSE_MAX_ITERATIONS (here 2, so
     that some hit it); solves to gamma are not capped, and the layer ends with every state within
