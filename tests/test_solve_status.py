@@ -287,6 +287,18 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
             f"at its last part checkpoint (") in out
     assert all(f"\n  {model}: not started\n" in out for model in models[5:])
     assert "next: no part checkpoint" not in out
+    # when each sweep was saved last: what tells whether a model's ex post check and simulations are current
+    from assets.resume import game_folder
+    from engine.solve_status import sweep_status
+    from engine.sweep_checkpoint import layer_saved_at
+
+    folder = game_folder(cache, "models", load_config(config), adopt=False)
+    done = sweep_status(folder, "harville", [2, 3])
+    assert done.in_progress is None and set(done.saved) == {2, 3}
+    assert done.saved_at == max(layer_saved_at(folder, "harville", n) for n in (2, 3))
+    going = sweep_status(folder, "FGS-2", [2, 3])
+    assert (going.in_progress, list(going.saved), going.current.states) == (3, [2], len(parts))
+    assert going.saved_at == layer_saved_at(folder, "FGS-2", 2)
 
     # the ex post check of the models killed in its third (roberts), after its hand outcomes
     monkeypatch.setattr(ms, "save_sweep_part", original)
@@ -398,3 +410,50 @@ def test_progress_loads_neither_dagster_nor_duckdb_nor_pandas(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "2-player layer (9 states): not started" in run.stdout and "model sweeps: none saved yet" in run.stdout
     assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lock_holder_reads_proc_locks_and_falls_back_to_the_named_live_process(tmp_path, monkeypatch):
+    """The holder of a folder's lock is the process ``/proc/locks`` lists on the lock file's device
+    and inode; where that listing shows another device number for the same inode (btrfs
+    subvolumes), the process the lock file names; without ``/proc/locks`` (not Linux), the named
+    process while it is alive. A line of any other kind of lock, or of another process on the
+    same inode, is not the holder."""
+    import subprocess
+    import sys
+
+    import engine.solve_status as solve_status
+    from engine.solve_status import lock_holder
+
+    me = os.getpid()
+    (tmp_path / ".lock").write_text(str(me))
+    info = (tmp_path / ".lock").stat()
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    listing = {"text": ""}
+
+    class FakePath:  # engine.solve_status reads nothing but /proc/locks through Path(...)
+        def __init__(self, path: str):
+            assert path == "/proc/locks"
+
+        def read_text(self) -> str:
+            if listing["text"] is None:
+                raise FileNotFoundError("/proc/locks")
+            return listing["text"]
+
+    monkeypatch.setattr(solve_status, "Path", FakePath)
+
+    def holder(text):
+        listing["text"] = text
+        return lock_holder(tmp_path)
+
+    other = me + 1
+    assert holder(f"1: FLOCK  ADVISORY  WRITE {other} {device} 0 EOF\n") == other  # the same file: whoever holds it
+    assert holder(f"1: FLOCK  ADVISORY  WRITE {me} ff:7f:{info.st_ino} 0 EOF\n") == me  # btrfs: the named process
+    assert holder(f"1: FLOCK  ADVISORY  WRITE {other} ff:7f:{info.st_ino} 0 EOF\n") is None  # someone else's
+    assert holder(f"1: POSIX  ADVISORY  WRITE {other} {device} 0 EOF\n") is None  # not a flock
+    assert holder(f"1: FLOCK  ADVISORY  WRITE {other} ff:7f:{info.st_ino + 1} 0 EOF\n") is None
+    assert holder("") is None
+    assert holder(None) == me  # no /proc/locks: the named process, alive
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / ".lock").write_text(str(gone.pid))
+    assert holder(None) is None  # … but not once it has ended

@@ -368,6 +368,7 @@ def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tin
     from engine.cfr import REGRET_ARRAYS, HandSolver
     from engine.checkpoint import Ledger, finished_layer, load_blocks, load_layer, save_block, save_layer
     from engine.layers import compile_layer
+    from engine.solve_status import layer_status
 
     _, hands = compile_layer(6, 3, PAYOUTS)
     m, terminals = len(hands), [len(h.term_kind) for h in hands]
@@ -389,11 +390,15 @@ def test_checkpoints_written_before_their_later_members_still_load(tmp_path, tin
             "max_exploitability": 0.001, "wall_s": 0.5} for k in (1, 2)]
     save_layer(tmp_path, 3, V, log, 2, solvers, ledger, finished=True)
     assert finished_layer(tmp_path, 3) is not None
+    status = layer_status(tmp_path, 3, m, 100.0)
+    assert (status.outer_done, status.finished, status.settled) == (2, True, True)
 
     path = tmp_path / "layer3.npz"
     _strip_members(path, "regret_weight", "checked", "held_target", "held_exploitability", "held_retries",
                    "settled", "finished", "V_at_keys", "V_at")
     assert finished_layer(tmp_path, 3) is None  # (not known to be finished: the layer is solved on)
+    status = layer_status(tmp_path, 3, m, 100.0)  # (what `jamfold progress` reads: the same)
+    assert (status.outer_done, status.finished, status.settled, status.last) == (2, False, False, log[-1])
     back, ledger_back = [HandSolver(h, tiny_tensors) for h in hands], Ledger.empty(terminals, 3)
     V2, log2, outer, finished = load_layer(tmp_path, 3, back, ledger_back)
     assert np.array_equal(V2, V) and log2 == log and outer == 2 and not finished
