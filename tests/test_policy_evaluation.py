@@ -304,3 +304,27 @@ def test_bad_input_is_rejected():
         evaluate_layer(hands, [p[:, :3] for p in probs], 3, {2: V2})
     with pytest.raises(ValueError, match="places"):
         finishing_probabilities(hands, probs, 3, {2: np.zeros((5, 2, 3))}, 2)
+
+
+def test_gmres_converges_within_the_systems_size_like_full_gmres():
+    """Below its restart length GMRES is full GMRES, which minimises the residual over a Krylov space
+    that grows by one dimension a step: it reaches the exact solution within N steps (here a
+    25-row system whose spectral radius 0.99 makes any stationary iteration take hundreds), and
+    its own residual estimate is the true one."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from engine.policy_evaluation import gmres
+
+    rng = np.random.default_rng(11)
+    n = 25
+    dense = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
+    dense *= 0.99 / dense.sum(axis=1, keepdims=True)
+    P = sp.csr_matrix(dense)
+    b = rng.random(n)
+    x, steps, rel = gmres(P, b, rtol=1e-12)
+    exact = spla.spsolve(sp.identity(n, format="csc") - P.tocsc(), b)
+    np.testing.assert_allclose(x, exact, rtol=1e-9)
+    assert steps <= n + 2
+    true_rel = np.linalg.norm(b - (x - P @ x)) / np.linalg.norm(b)
+    assert true_rel <= 1e-10 and rel == pytest.approx(true_rel, abs=1e-11)
