@@ -768,9 +768,9 @@ def test_screening_never_ends_a_layer_uncertified(tiny_tensors, solved, monkeypa
 
 
 def test_an_outer_iteration_without_screening_follows_one_at_gamma_that_updated_none():
-    """Screening (SPEC §6 as sped up here) may not end a layer: after an outer iteration at gamma
-    that updated no state the next screens none, so that one checks every state it does not skip
-    and can end the layer; every other outer iteration of a loose solve screens, none of a strict one."""
+    """An outer iteration that screens states cannot end a layer: after one at gamma that updated
+    no state the next screens none, so it checks every state it does not skip and can end the
+    layer; every other outer iteration of a loose solve screens, none of a strict one."""
     from engine.tournament import _screens
 
     def entry(target, updated):
