@@ -221,7 +221,7 @@ class HandSolver:
         """Memory (bytes) :meth:`keep_jam_chances` holds for this hand; 0 without depth-2 nodes."""
         if not self.has_depth2:
             return 0
-        return int(self.node_off[-1]) * 6 * 8 + len(self.hand.node_actor) * NC * 9
+        return int(self.node_off[-1]) * 6 * 8 + len(self.hand.node_actor) * (NC * 9 + 1)
 
     def keep_jam_chances(self, ws: Workspace) -> None:
         """Keep the depth-2 jam chances of the profile last evaluated in ``ws`` (this hand's).

@@ -559,6 +559,8 @@ def test_kept_jam_chances_serve_the_next_evaluation_of_the_hand(tensors):
     solver.evaluate(sigma_kept, U, ws)
     solver.keep_jam_chances(ws)
     assert solver.jam_chances is not None and solver.jam_chance_bytes() > 0
+    # the layer's memory budget (JAM_CHANCE_BUDGET) counts what is really kept
+    assert solver.jam_chance_bytes() == sum(x.nbytes for x in solver.jam_chances)
     solver.iterate(U, 5, ws=Workspace.for_hand(hand))  # the profile moves on elsewhere
 
     def evaluate_after_another_hand(sigma, U2):
@@ -848,6 +850,8 @@ def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors,
     solver.evaluate(sigma_kept, U, ws)
     solver.keep_depth2_sums(ws)
     assert solver.depth2_sums is not None and solver.depth2_sum_bytes() > 0
+    # the layer's memory budget (DEPTH2_SUM_BUDGET) counts what is really kept
+    assert solver.depth2_sum_bytes() == sum(x.nbytes for x in solver.depth2_sums)
     assert solver.depth2_sums[3][ev.K - 1] == 1 and np.abs(solver.depth2_sums[1]).max() > 0
 
     def evaluate_after_another_hand(sigma, U2):
@@ -879,6 +883,54 @@ def test_kept_depth2_sums_serve_the_next_evaluation_under_new_utilities(tensors,
     assert heads_up.depth2_sum_bytes() == 0
 
 
+def test_forgetting_the_profile_keeps_only_the_regrets(tensors):
+    """forget_profile (a model sweep taking over the previous sweep's solvers) drops the certified
+    profile and everything kept from its evaluation, whose memory a 5-player layer cannot hold
+    twice, and leaves the regrets as they were: the solver then holds what a fresh one given
+    these regrets (copy_regrets) would."""
+    from engine.cfr import REGRET_ARRAYS
+
+    payouts = (50.0, 30.0, 20.0)
+    _, hand, solver, _ = make_case((10, 15, 20), tensors, payouts)
+    U = utilities(hand, harville_values(45, 3, payouts))
+    ws = Workspace.for_hand(hand)
+    solver.solve(U, 1e-3, ws=ws)
+    solver.keep_jam_chances(ws)
+    solver.keep_depth2_sums(ws)
+    solver.keep_margins(ws)
+    assert all(x is not None for x in (solver.solution, solver.gains, solver.margins, solver.jam_chances,
+                                       solver.depth2_sums))
+    regrets = {name: getattr(solver, name).copy() for name in REGRET_ARRAYS}
+    solver.forget_profile()
+    fresh = HandSolver(hand, solver.tensors)
+    fresh.copy_regrets(solver)
+    for name in ("solution", "gains", "margins", "jam_chances", "depth2_sums", "borrowed_jam_chances"):
+        assert getattr(solver, name) == getattr(fresh, name), name
+    for name in REGRET_ARRAYS:
+        np.testing.assert_array_equal(getattr(solver, name), regrets[name])
+    assert solver.regret_weight == fresh.regret_weight > 0
+
+
+def test_a_warm_solver_counts_its_stall_from_the_solves_start(tensors):
+    """STALL_ITERATIONS counts a solve's own iterations. A solver warm from more than that many
+    earlier iterations (a state in a later outer iteration, or a model sweep's) must not take its
+    re-solve for stalled at the first check of its average: without a stall restart, its regret
+    weight grows by exactly the iterations the re-solve spends (a restart would rescale it to
+    STALL_RESTART_WEIGHT)."""
+    from engine.cfr import STALL_ITERATIONS
+
+    payouts = (50.0, 30.0, 20.0)
+    _, hand, solver, _ = make_case((12, 14, 19), tensors, payouts)
+    ws = Workspace.for_hand(hand)
+    solver.iterate(utilities(hand, harville_values(45, 3, payouts)), STALL_ITERATIONS + 8, ws=ws)
+    weight = solver.regret_weight
+    assert weight == STALL_ITERATIONS + 8
+    U = utilities(hand, harville_values(45, 3, (65.0, 25.0, 10.0)))  # the successor values moved
+    e, spent = solver.solve(U, 1e-12, ws=ws, max_iterations=64)  # past two checks of the average
+    assert spent == 64 and e > 1e-12
+    assert solver.regret_weight == weight + 64
+
+
 @pytest.mark.parametrize("stacks", [(12, 14, 19), (9, 11, 13, 12)])
 def test_compiled_iterations_match_the_step_by_step_update(tensors, stacks):
     """:meth:`HandSolver.iterate` runs its iterations in one compiled call; composed step by step
@@ -894,7 +946,7 @@ def test_compiled_iterations_match_the_step_by_step_update(tensors, stacks):
     ws, ws_ref = Workspace.for_hand(hand), Workspace.for_hand(hand)
     delay, target = 2, 2e-3
 
-    def reference_iterate(count: int) -> float:
+    def reference_iterate(count: int, target: float = target) -> float:
         e = np.inf
         for _ in range(count):
             r = reference
@@ -935,6 +987,14 @@ def test_compiled_iterations_match_the_step_by_step_update(tensors, stacks):
     # the certified iterate is left evaluated: its outcome probabilities are those of a fresh pass
     _, _, _, probs = HandSolver(hand, solver.tensors).evaluate(solver.solution, U, Workspace.for_hand(hand))
     np.testing.assert_allclose(solver.order_probs, probs, rtol=1e-12, atol=1e-15)
+    # after restart_average (new successor values) the t² weights and the delay count from the restart
+    solver.restart_average()
+    reference.restart_average()
+    assert solver.avg_start == solver.iterations > 0
+    solver.iterate(U, 6, delay=delay, ws=ws)
+    reference_iterate(6, target=-np.inf)
+    assert solver.avg_den == reference.avg_den == sum(w * w for w in range(1, 6 - delay + 1))
+    np.testing.assert_array_equal(solver.avg_num, reference.avg_num)
 
 
 def test_utilities_gather_every_surviving_seat(tensors):
