@@ -40,14 +40,20 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 @njit(cache=True)
 def comb_nb(n, k):
-    """Binomial C(n, k) in int64 (0 when k < 0 or k > n); exact while the result fits."""
+    """Binomial C(n, k) in int64 (0 when k < 0 or k > n); exact while the result fits.
+
+    Each step takes C(n, i) to C(n, i + 1) = C(n, i)·(n − i)/(i + 1) with the division done
+    first (quotient and remainder apart), so no intermediate exceeds the result: the plain
+    product overflowed for results near 2⁶³ (C(62, 28), or the last 3-player state of
+    4,294,967,297 units, ranked negative)."""
     if k < 0 or n < 0 or k > n:
         return np.int64(0)
     if k > n - k:
         k = n - k
     r = np.int64(1)
     for i in range(k):
-        r = r * (n - i) // (i + 1)
+        q, rem = divmod(r, np.int64(i + 1))
+        r = q * (n - i) + rem * (n - i) // (i + 1)
     return r
 
 

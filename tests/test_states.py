@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.states import (
     binomial_table,
+    comb_nb,
     enumerate_states,
     n_states,
     state_from_index,
@@ -19,6 +21,8 @@ from engine.states import (
     state_index_table_nb,
     state_indices,
 )
+
+INT64_MAX = 2**63 - 1
 
 THESIS_COUNTS = {2: 44, 3: 946, 4: 13_244, 5: 135_751}
 
@@ -83,6 +87,7 @@ def test_round_trip_5_player_sample_and_kernels():
         s = state_from_index(45, 5, int(i))
         np.testing.assert_array_equal(s, S[i])
         assert state_index_nb(s) == i
+        assert state_index_nb(S[i]) == i  # a row of a 2-D array: the kernel reads its own row only
         assert state_index_table_nb(S[i], T) == i
 
 
@@ -125,3 +130,32 @@ def test_validation():
         state_indices([1, 2, 3])
     with pytest.raises(ValueError, match="dtype must be an integer dtype"):
         enumerate_states(200, 2, dtype=np.int8)
+    with pytest.raises(ValueError, match="max_k must be >= 0"):
+        binomial_table(10, -1)
+    with pytest.raises(ValueError, match="max_n must be an integer"):
+        binomial_table(10.0, 2)
+
+
+def test_compiled_binomial_is_exact_wherever_the_result_fits():
+    """comb_nb against Python's exact integers: C(n, k) wherever it fits in int64, also where the
+    plain running product n·(n − 1)·… would pass 2⁶³ first (C(62, 28), C(66, 33)), and 0 for
+    k < 0 or k > n."""
+    for n in range(-2, 70):
+        for k in range(-2, 72):
+            exact = math.comb(n, k) if n >= 0 and k >= 0 else 0
+            if exact <= INT64_MAX:
+                assert comb_nb(n, k) == exact, (n, k)
+
+
+def test_indices_are_exact_up_to_the_int64_limit():
+    """The largest 3-player game int64 can index (C(units − 1, 2) ≤ 2⁶³ − 1): its first and last
+    states rank 0 and n_states − 1, and one unit more is refused before any index is computed."""
+    units = 4_294_967_297
+    assert math.comb(units - 1, 2) <= INT64_MAX < math.comb(units, 2)
+    assert state_index([1, 1, units - 2]) == 0
+    assert state_index([1, units - 2, 1]) == units - 3
+    assert state_index([units - 2, 1, 1]) == n_states(units, 3) - 1 == math.comb(units - 1, 2) - 1
+    np.testing.assert_array_equal(state_indices(np.array([[units - 2, 1, 1], [2, 3, 4]])),
+                                  [math.comb(units - 1, 2) - 1, state_index([2, 3, 4])])
+    with pytest.raises(ValueError, match="too many states for int64 indexing: units=4294967298"):
+        state_index([units - 1, 1, 1])
