@@ -810,7 +810,8 @@ def test_table_cells_show_pipes_and_angle_brackets_as_written():
     from warehouse.schema import TABLES
 
     texts = ["mean |model − equilibrium|, $", "'exact' or 'sampled-<boards>-seed<seed>'", "a & b, `x | y <z>`",
-             "an odd ` backtick <b>|c", "`a` and |b| <c> between `d` spans", *(c.description for t in TABLES.values() for c in t.columns)]
+             "an odd ` backtick <b>|c", "`a` and |b| <c> between `d` spans",
+             *(c.description for t in TABLES.values() for c in t.columns)]
     page = markdown.markdown(frame_markdown(pd.DataFrame({"meaning": texts})), extensions=["tables"])
     cells = re.findall(r"<td>(.*?)</td>", page, flags=re.S)
     shown = [html.unescape(re.sub(r"</?code>", "`", c)) for c in cells]
