@@ -1581,7 +1581,11 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     for path in kept_rows:
         (tmp_path / path).unlink()
     checks = [*finishing.FINISHING_ASSETS, *ex_post.EX_POST_ASSETS, model_ex_post.ex_post_models]
-    assert dg.materialize(checks, resources=resources).success
+    result = dg.materialize(checks, resources=resources)
+    assert result.success
+    layer_units = [f"{kind}_{n}p" for kind in ("finishing", "ex_post") for n in (2, 3)]
+    assert {name: meta["computed"].value for name, meta in _metadata(result).items() if name in layer_units} == \
+        dict.fromkeys(layer_units, "in an earlier run (the warehouse holds them)")
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "cache").rglob("*.rows.npz")) == kept_rows
     config = tmp_path / "seeded.toml"
     config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-seeded"') + "simulation_seed = 9\n")
@@ -1619,6 +1623,8 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     assert "copied in the warehouse from game 'tiny'" in solved["solve_2p"]["unchanged"].value
     assert solved["solve_2p"]["computed"].value == "copied in the warehouse from game 'tiny', which holds it"
     assert "unchanged" not in solved["solve_3p"]
+    assert {name: solved[name]["computed"].value for name in layer_units} == \
+        dict.fromkeys(layer_units, "for a game with the same equilibrium, taken from its checkpoint")
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "model_nodes", "nemesis_values",
                       "finishing"):
