@@ -93,12 +93,24 @@ def reading_checkpoint(path: Path) -> Iterator[None]:
     """Name a damaged checkpoint file, and what to do about it, instead of a zip or numpy traceback
     at every restart. (Files are written complete or not at all, see :mod:`engine.atomic_files`;
     this is for a disk that lost or changed their bytes: reading a member to its end checks the
-    zip's CRC-32 of it, which a changed byte fails.)"""
+    zip's CRC-32 of it, which a changed byte fails. Bytes that are not a zip archive at all, which
+    numpy takes for a pickle it refuses or for a lone array, fail in numpy or in the reader: any
+    error while the file is no zip archive is named the same way.)"""
     try:
         yield
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise DamagedCheckpoint(f"checkpoint {path} cannot be read back ({exc}); delete it to redo the work it "
-                                f"held, then run the same command again") from None
+        raise _damaged(path, str(exc)) from None
+    except DamagedCheckpoint:
+        raise
+    except Exception as exc:
+        if path.is_file() and not zipfile.is_zipfile(path):
+            raise _damaged(path, "not a zip archive") from None  # (numpy's own words advise unpickling it)
+        raise
+
+
+def _damaged(path: Path, why: str) -> DamagedCheckpoint:
+    return DamagedCheckpoint(f"checkpoint {path} cannot be read back ({why}); delete it to redo the work it held, "
+                             f"then run the same command again")
 
 
 @dataclass

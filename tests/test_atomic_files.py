@@ -94,12 +94,13 @@ def test_a_checkpoint_is_forced_to_disk_before_its_rename(tmp_path, monkeypatch)
         assert saved["V"].tolist() == list(range(6)) and saved["R"].shape == (3, 2)
 
 
-@pytest.mark.parametrize("damage", ["empty", "cut short", "one byte changed"])
+@pytest.mark.parametrize("damage", ["empty", "cut short", "one byte changed", "other bytes", "a .npy file"])
 def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, damage):
     """A checkpoint the disk lost bytes of (empty or cut short, as a power loss before the data
     reached the disk left files before they were synced) or changed a byte of (the zip's CRC of
-    the member catches it): the resume says which file and that deleting it redoes its work,
-    instead of a zip or numpy traceback at every restart, or values that are silently wrong."""
+    the member catches it), or bytes of something else in its place (numpy would take them for a
+    pickle or an array, not a zip archive): the resume says which file and that deleting it redoes
+    its work, instead of a zip or numpy traceback at every restart, or values that are silently wrong."""
     import numpy as np
 
     from engine.checkpoint import DamagedCheckpoint, load_measure_blocks, save_measure_block
@@ -113,10 +114,16 @@ def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, damage):
     if damage == "one byte changed":  # a byte of the stored exploitabilities, not of a header
         at = data.index(bound[[1, 3, 5]].tobytes()) + 5
         path.write_bytes(data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1:])
+    elif damage == "other bytes":
+        path.write_bytes(b"x" * 1000)
+    elif damage == "a .npy file":
+        np.save(path.with_suffix(".tmp.npy"), bound)
+        path.with_suffix(".tmp.npy").replace(path)
     else:
         path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
-    with pytest.raises(DamagedCheckpoint, match=f"checkpoint {path} cannot be read back .*delete it to redo"):
+    with pytest.raises(DamagedCheckpoint, match=f"checkpoint {path} cannot be read back .*delete it to redo") as raised:
         load_measure_blocks(tmp_path, 4, 7, np.zeros(10))
+    assert ("(not a zip archive)" in str(raised.value)) == (damage in ("other bytes", "a .npy file"))
 
 
 def test_a_checkpoint_folder_is_held_by_one_process_at_a_time(tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 
 from assets.resume import UnitCheckpoint, game_folder, game_key, unused_old_folders
 from engine.config import profile, with_overrides
+from jamfold.cli import main
 
 
 def test_a_unit_is_kept_only_against_the_stamp_it_was_finished_with(tmp_path):
@@ -250,7 +251,7 @@ def test_a_folder_of_the_old_name_is_adopted_whole(tmp_path):
     assert game_folder(tmp_path, "finishing", cfg) == tmp_path / "finishing" / game_key(cfg) and stray.is_file()
 
 
-def test_old_folders_no_build_uses_are_named_by_progress(tmp_path):
+def test_old_folders_no_build_uses_are_named_by_progress(tmp_path, monkeypatch, capsys):
     """After the game's own old folder is adopted, another game's old folder of the same
     equilibrium is never read again: `jamfold progress` names it, with its size, to be deleted.
     Before the adoption, the folder a build would take is not among them; another equilibrium's
@@ -269,11 +270,17 @@ def test_old_folders_no_build_uses_are_named_by_progress(tmp_path):
     assert unused_old_folders(tmp_path, cfg) == [other]
     line = unused_folders_line(cfg, tmp_path)
     assert f"models/quick-0c57c9-{digest}" in line and "0.00 GB" in line and "delete them" in line
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path))
+    main(["progress", "--profile", "quick"])
+    assert capsys.readouterr().out.splitlines()[-1] == line
     (tmp_path / "solve" / f"quick-1a2b3c-{digest}").mkdir()
     assert len(unused_old_folders(tmp_path, cfg)) == 2
     other.rename(tmp_path / "spare")
     (tmp_path / "solve" / f"quick-1a2b3c-{digest}").rmdir()
     assert unused_old_folders(tmp_path, cfg) == [] and unused_folders_line(cfg, tmp_path) is None
+    main(["progress", "--profile", "quick"])
+    out = capsys.readouterr().out
+    assert "delete them" not in out and "None" not in out.splitlines() and "checkpoints: " in out
 
 
 def test_block_saver_saves_the_states_since_the_last_block_once_a_block_is_due(monkeypatch):
