@@ -1512,6 +1512,14 @@ def test_sql_prints_a_query_on_the_warehouse_as_a_table_or_csv(capsys, tiny_buil
                        "AS d, {'a': [1, 2]} AS st, true AS b", "--csv", "--warehouse", warehouse)
     assert code == 0 and out == ('nothing,xs,s,d,st,b\n,"[1.5, 2.0]","a,b","[0.30000000000000004, NULL]",'
                                  '"{\'a\': [1, 2]}",true\n')
+    # a statement that is not a SELECT (PRAGMA, CALL, EXPLAIN) cannot be a subquery: its rows as they come
+    pragma = "PRAGMA table_info('games')"
+    with duckdb.connect(warehouse, read_only=True) as con:
+        columns = con.execute(pragma).fetchall()
+    code, out, err = run(capsys, "sql", pragma, "--csv", "--warehouse", warehouse)
+    assert code == 0, err
+    table = list(csv.reader(io.StringIO(out)))
+    assert table[0][:3] == ["cid", "name", "type"] and [row[1] for row in table[1:]] == [c[1] for c in columns]
 
 
 @pytest.mark.parametrize("query, message", [
