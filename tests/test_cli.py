@@ -59,8 +59,21 @@ def test_argument_errors_are_one_line_naming_the_argument(capsys, argv, says):
 
 
 def test_equity_human_output(capsys):
-    code, out, _ = run(capsys, "equity", "--model", "roberts", "--stacks", "1000", "2500.5", "--payouts", "65", "35")
-    assert code == 0 and "roberts finishing matrix" in out and "payoff $" in out
+    """The table a person reads carries the JSON's numbers, rounded: equal payouts are non-increasing,
+    and a payout typed as -0 prints as 0."""
+    argv = ("equity", "--model", "roberts", "--stacks", "1000", "2500.5", "4000", "--payouts", "50", "50", "-0")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    code, data, _ = run(capsys, *argv, "--json")
+    data = json.loads(data)
+    lines = out.splitlines()
+    assert lines[0] == "roberts finishing matrix (rows = players, columns = places), payouts 50, 50, 0"
+    assert lines[1].split() == ["player", "stack", "P1", "P2", "P3", "payoff", "$"]
+    for i, line in enumerate(lines[2:]):
+        cells = line.split()
+        assert cells[:2] == [str(i + 1), f"{data['stacks'][i]:g}"]
+        assert [float(c) for c in cells[2:]] == pytest.approx([*data["finishing"][i], data["payoffs"][i]], abs=5e-5)
+    assert len(lines) == 5 and data["payouts"] == [50, 50, 0] and str(data["payouts"][2]) == "0.0"
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -85,6 +98,7 @@ def test_equity_human_output(capsys):
     (["rollout", "--samples", "0"], "--samples: must be a whole number"),
     (["rollout", "--samples", "3000000000"], "--samples: must be a whole number from 1 to 1,000,000"),
     (["rollout", "--samples", "5", "--seed", str(2**63)], "--seed: must be from 0 to 2^63"),
+    (["rollout", "--samples", "1", "--seed", "-1"], "--seed: must be from 0"),  # (1 sample is taken)
     (["equity", "--model", "weitzman", "--stacks", "1e308", "1e308", "--payouts", "1"], "--stacks: every stack must be from"),
     (["equity", "--model", "harville", "--stacks", "1e-320", "1", "--payouts", "1"], "--stacks: every stack must be from"),
     (["equity", "--model", "harville", "--stacks", "1", "2", "--payouts", "1e308", "1e308"],
@@ -132,6 +146,8 @@ def test_equity_human_output(capsys):
     (["build", "--config", ""], "config: is empty"),
     (["state", "--config", "", "--stacks", "2", "2", "2", "2", "2"], "config: is empty"),
     (["simulate", "--profile", "quick", "--tournaments", "0"], "--tournaments: must be a whole number from 1 to 10^10"),
+    (["simulate", "--profile", "quick", "--tournaments", str(10**10 + 1)], "--tournaments: must be a whole number from"),
+    (["simulate", "--profile", "quick", "--tournaments", str(10**10), "--hero", "BU"], "--hero: needs"),  # (10^10 taken)
     (["simulate", "--profile", "quick", "--seed", "-5"], "--seed: must be from 0 to 10^12"),
     (["simulate", "--profile", "quick", "--model", "icm"], "--model: game 'quick' has the models harville, weitzman"),
     (["simulate", "--profile", "quick", "--hero", "BU"], "--hero: needs --model"),
@@ -408,7 +424,30 @@ def test_rollout_without_a_seed_samples_with_the_seed_a_game_takes_by_default():
 
 def test_showdown_human(capsys):
     code, out, _ = run(capsys, "showdown", "AKs", "72o")
-    assert code == 0 and "P(AKs wins)" in out and "deal weight" in out
+    assert code == 0 and "deal weight" in out
+    weight, p = rollout.pair_matchup(parse_class("AKs"), parse_class("72o"))
+    wins = [line for line in out.splitlines() if " wins) " in line]
+    assert [w.split()[0] for w in wins] == ["P(AKs", "P(72o"]
+    assert [float(w.split()[-1]) for w in wins] == pytest.approx([p, 1 - p], abs=5e-7)
+    assert len({w.rindex(" ") for w in wins}) == 1  # the two probabilities in one column
+    code, out, _ = run(capsys, "showdown", "AA", "K2o")  # labels of other lengths, still one column
+    wins = [line for line in out.splitlines() if " wins) " in line]
+    assert len(wins) == 2 and len({w.rindex(" ") for w in wins}) == 1
+
+
+def test_showdown_triple_human(capsys):
+    """Each finishing order's probability, and each hand's chance to be best (its two orders first)."""
+    code, out, _ = run(capsys, "showdown", "AKs", "72o", "QQ")
+    assert code == 0
+    weight, p = rollout.triple_matchup(*(parse_class(h) for h in ("AKs", "72o", "QQ")))
+    lines = out.splitlines()
+    assert f"deal weight {weight:,} card-disjoint" in lines[1]
+    orders = {line.split()[0]: float(line.split()[-1]) for line in lines[2:8]}
+    assert orders == pytest.approx(dict(zip(rollout.ORDERS, p)), abs=5e-7)
+    assert lines[2].split()[1:-1] == ["AKs", ">", "72o", ">", "QQ"]
+    best = lines[8].removeprefix("  P(best): ").split(", ")
+    assert [b.split()[0] for b in best] == ["AKs", "72o", "QQ"]
+    assert [float(b.split()[1]) for b in best] == pytest.approx([p[0] + p[1], p[2] + p[3], p[4] + p[5]], abs=5e-7)
 
 
 def test_state_json_from_the_tiny_build(capsys, tiny_build, tmp_path, monkeypatch):

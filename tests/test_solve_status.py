@@ -164,6 +164,15 @@ def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny
 
     out = _progress(config, capsys)
     assert out.count("  finishing probabilities: not started") == 2 and out.count("  ex post check: not started") == 2
+    # the first minutes of the 2-player layer's: its work folder made, no block saved yet
+    from assets.resume import game_folder
+    from engine.config import load_config
+
+    started = game_folder(cache, "finishing", load_config(config), adopt=False) / "layer2.work-0"
+    started.mkdir(parents=True)
+    assert ("  finishing probabilities: started; no block checkpoint of it yet (one is saved every 5 minutes of "
+            "work)\n") in _progress(config, capsys)
+    started.rmdir()
 
     # the finishing probabilities killed two states into the 3-player layer's hand outcomes
     monkeypatch.setattr(po, "PROGRESS_EVERY_S", 0.0)
@@ -264,6 +273,11 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
     out = _progress(config, capsys)
     assert "model sweeps: none saved yet" in out
+    from assets.resume import game_folder
+
+    sweeps = game_folder(cache, "models", load_config(config), adopt=False)
+    sweeps.mkdir(parents=True)  # as the first sweep leaves it in its first minutes, no part saved yet
+    assert "model sweeps: none saved yet" in _progress(config, capsys)
     assert "\nthe equilibrium's simulated tournaments (the control): not played yet with this game's tournaments and seed (it " \
            "follows the solves)\n" in out
 
@@ -288,11 +302,10 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert all(f"\n  {model}: not started\n" in out for model in models[5:])
     assert "next: no part checkpoint" not in out
     # when each sweep was saved last: what tells whether a model's ex post check and simulations are current
-    from assets.resume import game_folder
     from engine.solve_status import sweep_status
     from engine.sweep_checkpoint import layer_saved_at
 
-    folder = game_folder(cache, "models", load_config(config), adopt=False)
+    folder = sweeps
     done = sweep_status(folder, "harville", [2, 3])
     assert done.in_progress is None and set(done.saved) == {2, 3}
     assert done.saved_at == max(layer_saved_at(folder, "harville", n) for n in (2, 3))
@@ -390,6 +403,33 @@ def test_progress_counts_the_triple_tables_chunks(tmp_path, monkeypatch, capsys,
 
     ro.build_triple_table(mode, checkpoint_dir=str(cache / "rollout" / folder), **settings)
     assert f"{mode} triple table: all 9 chunks computed (the last saved " in _progress(config, capsys)
+
+
+def test_progress_says_times_and_counts_as_they_read(tmp_path, monkeypatch):
+    """How long ago a checkpoint was saved, in seconds, minutes or hours (never a negative age for a
+    clock set back), and a sweep's layers saved counted in the plural from two."""
+    from engine.config import load_config
+    from engine.solve_status import BlocksKept, SweepStatus
+    import jamfold.status_report as status_report
+    from jamfold.status_report import duration, when
+
+    now = time.time()
+    assert when(now - 30).endswith(", 30 s ago") and when(now - 300).endswith(", 5 min ago")
+    assert when(now - 3 * 3600).endswith(", 3.0 h ago") and when(now + 50).endswith(", 0 s ago")
+    assert when(now - 300).startswith(time.strftime("%Y-%m-%d %H:", time.localtime(now - 300)))
+    assert (duration(90), duration(600), duration(9000)) == ("90 s", "10.0 min", "2.50 h")
+
+    config = tmp_path / "four.toml"
+    config.write_text("players = 4\nunits = 8\npayouts = [50, 30, 20]\ngamma = 0.001\n")
+    cfg = load_config(config)
+    status_report.game_folder(tmp_path, "models", cfg, adopt=False).mkdir(parents=True)
+    sweeps = {"harville": SweepStatus("harville", {2: 1.0, 3: 2.0}, now, 4, BlocksKept(5, 60.0, now)),
+              "weitzman": SweepStatus("weitzman", {2: 1.0}, now, 3, BlocksKept(2, 60.0, now))}
+    monkeypatch.setattr(status_report, "sweep_status", lambda folder, model, players: sweeps.get(
+        model, SweepStatus(model, {}, None, 2, BlocksKept())))
+    lines = list(status_report.model_lines(cfg, tmp_path, now))
+    assert lines[1].startswith("  harville: sweep: 2 layers saved, the 4-player layer: 5 of ")
+    assert lines[2].startswith("  weitzman: sweep: 1 layer saved, the 3-player layer: 2 of ")
 
 
 def test_progress_loads_neither_dagster_nor_duckdb_nor_pandas(tmp_path):

@@ -536,6 +536,14 @@ def test_an_interrupted_final_measurement_resumes_with_the_states_it_measured(tm
     assert kept >= 0.6
     _add_kept_seconds(blocks, 1000.0)
     kept += 1000.0
+    # what `jamfold progress` says of it meanwhile
+    from engine.solve_status import layer_status
+    from jamfold.status_report import layer_lines
+
+    lines = layer_lines(layer_status(tmp_path, 3, len(whole.values), 100.0), GAMMA)
+    assert lines[0].startswith(f"3-player layer ({len(whole.values)} states): {len(whole.log)} outer iterations done")
+    assert lines[1:] == [f"  final exact measurement: 3 states measured at its last block checkpoint "
+                         f"({kept / 60:.1f} min of work kept, saved " + lines[1].split(", saved ")[1]]
     events.clear()
     started = time.perf_counter()
     resumed = solve_layer(8, 3, PAYOUTS, GAMMA, tiny_tensors, lower, threads=2, checkpoint=tmp_path,
