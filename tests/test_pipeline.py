@@ -1030,11 +1030,25 @@ def test_interrupted_simulations_play_only_the_models_left(tiny_build, tmp_path,
     import dagster as dg
 
     import assets.simulation as simulation
+    from engine.config import load_config
 
     warehouse, resources, instance, played = _interrupted_after_two(tiny_build, tmp_path, monkeypatch, simulation,
                                                                     "simulate_against", simulation.simulations)
-    assert dg.materialize([simulation.simulations], instance=instance, resources=resources).success
+    seats = []  # each hero seat's result this run plays, for its speed
+
+    def recording(*args, **kwargs):
+        results = played(*args, **kwargs)
+        seats.extend(results)
+        return results
+
+    monkeypatch.setattr(simulation, "simulate_against", recording)
+    resumed_run = dg.materialize([simulation.simulations], instance=instance, resources=resources)
+    assert resumed_run.success
     assert played.calls == 1 + len(MODELS) - 2  # the equilibrium control and every model, less the two kept
+    # its speed: the median over the seats it played (tournaments a second), not over the kept ones
+    meta = resumed_run.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
+    T = load_config(tiny_build["config"]).simulation_tournaments
+    assert meta["tournaments_per_s"].value == round(float(np.median([T / r.wall_s for r in seats])))
     queries = ["SELECT * EXCLUDE (game) FROM simulation WHERE game = 'tiny' ORDER BY model, hero_position",
                "SELECT * EXCLUDE (game) FROM direct_matches WHERE game = 'tiny' ORDER BY ALL"]
     with duckdb.connect(str(warehouse), read_only=True) as con:
