@@ -365,6 +365,14 @@ def test_a_resumed_triple_tables_time_left_counts_only_the_rows_it_computes(monk
                      f"triple table: 300,000/800,000 (38%), {loading}",
                      "triple table: 400,000/800,000 (50%), 10 s elapsed, ~40 s left",
                      "triple table: 500,000/800,000 (62%), 20 s elapsed, ~30 s left"]
+    # a line every 5 % of the rows (10 of 200), and the last
+    monkeypatch.setattr(asset_rollout, "time", types.SimpleNamespace(perf_counter=lambda: 0.0))
+    lines.clear()
+    report = asset_rollout._progress_logger(context, "pair table")
+    for done in range(1, 201):
+        report(done, 200)
+    assert [int(line.split()[2].split("/")[0]) for line in lines] == [*range(8, 200, 10), 200]
+    assert lines[-1] == "pair table: 200/200 (100%), 0 s elapsed, ~0 s left"
 
 
 def test_solve_metadata_matches_the_solve_log(tiny_build):
@@ -615,6 +623,21 @@ def test_model_strategies_and_their_ex_post(tiny_build):
     models_cache = tiny_build["root"] / "cache" / "models"
     kept = [p.name for p in models_cache.rglob("*.npz")]
     assert sorted(kept) == sorted(f"{m}.layer{n}.npz" for m in MODELS for n in (2, 3))
+    # the two sweep assets' metadata: each model's seconds and CFR+ iterations, and the rows written
+    events = tiny_build["result"].get_asset_materialization_events()
+    meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    for asset, models in (("model_strategies", MODELS[:3]), ("fgs_strategies", MODELS[3:])):
+        m = meta[asset]
+        sums = {model: (round(s, 1), int(k)) for model, s, k in con.execute(
+            "SELECT model, sum(wall_s), sum(cfr_iterations) FROM model_sweeps WHERE game = 'tiny' GROUP BY model"
+        ).fetchall() if model in models}
+        assert m["sweep_s"].value == {model: sums[model][0] for model in models}
+        assert m["cfr_iterations"].value == {model: sums[model][1] for model in models}
+        assert m["rows_model_nodes"].value == sum(nodes[x] for x in models)
+        assert m["rows_model_sweeps"].value == 2 * len(models)  # a row per layer
+    assert meta["model_strategies"]["dagster/row_count"].value == sum(nodes[x] for x in MODELS[:3])
+    fgs_rows, = con.execute("SELECT count(*) FROM fgs_values WHERE game = 'tiny'").fetchone()
+    assert meta["fgs_strategies"]["dagster/row_count"].value == meta["fgs_strategies"]["rows_fgs_values"].value == fgs_rows
 
 
 def test_simulation_tables(tiny_build):
@@ -1649,12 +1672,46 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     assert {name: solved[name]["computed"].value for name in layer_units} == \
         dict.fromkeys(layer_units, "for a game with the same equilibrium, taken from its checkpoint")
     with duckdb.connect(str(warehouse), read_only=True) as con:
+        weitzman, = con.execute("SELECT count(*) FROM model_nodes WHERE game = 'tiny-seeded' AND model = 'weitzman'"
+                                ).fetchone()
+    # only Weitzman's sweep, read back, is written; the copied ones are not written again
+    assert solved["model_strategies"]["rows_model_nodes"].value == weitzman > 0
+    assert "rows_model_nodes" not in solved["fgs_strategies"]
+    with duckdb.connect(str(warehouse), read_only=True) as con:
         for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "model_nodes", "nemesis_values",
                       "finishing"):
             built, seeded = (con.execute(f"SELECT * EXCLUDE (game) FROM {table} WHERE game = ? ORDER BY ALL",
                                          [game]).df() for game in ("tiny", "tiny-seeded"))
             assert len(built) > 0
             pd.testing.assert_frame_equal(built, seeded)
+
+
+def test_a_game_without_fgs_drops_harvilles_kept_solvers(tiny_build, tmp_path, monkeypatch):
+    """With fgs_depth 0 no FGS sweep continues Harville's, so `model_strategies` deletes the solvers
+    its sweep kept for one (here a stand-in file; on `thesis` several GiB), even when every sweep was
+    taken from the warehouse; the sweeps' results stay for a rebuild to read back."""
+    import shutil
+
+    import dagster as dg
+
+    from assets.model_analysis import sweep_checkpoint_dir
+    from assets.resources import GameResource, WarehouseResource
+    from assets.solve import LAYER_ASSETS
+    from conftest import TINY_TOML
+    from engine.config import load_config
+
+    warehouse, _ = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    shutil.copytree(tiny_build["root"] / "cache", tmp_path / "cache")
+    config = tmp_path / "no-fgs.toml"
+    config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-no-fgs"') + "fgs_depth = 0\n")
+    folder = sweep_checkpoint_dir(load_config(config))
+    results = sorted(p.name for p in folder.glob("*.npz"))
+    assert results == sorted(f"{m}.layer{n}.npz" for m in MODELS for n in (2, 3))  # (the tiny game's, shared)
+    (folder / "harville.layer3.solvers.npz").write_bytes(b"kept solvers")
+    result = dg.materialize([*LAYER_ASSETS, model_strategies], resources={
+        "game": GameResource(config_file=str(config)), "warehouse": WarehouseResource(path=str(warehouse))})
+    assert result.success
+    assert sorted(p.name for p in folder.glob("*.npz")) == results
 
 
 def test_direct_match_seatings_kept_from_before_their_payoffs_are_written_with_nulls(tiny_build, tmp_path):
