@@ -767,6 +767,7 @@ def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     progress.emit(_record(logging.ERROR, 'Execution of step "site" failed.', "STEP_FAILURE", step="site",
                           data=SimpleNamespace(error=SimpleNamespace(cls_name="OSError", to_string=lambda: "OSError: disk full\n"))))
     assert progress.bar.n == 1 and progress.failed == ["site"]
+    assert progress.bar.postfix == "site"  # the asset running, after the bar
     progress.finish()
     text = stream.getvalue()
     assert "solve_3p - 3-player layer, outer iteration 1: 946 states updated" in text
