@@ -827,6 +827,9 @@ def test_build_log_off_a_terminal_has_no_bar_and_no_framework_events(capsys, tmp
     written = tmp_path / "dagster" / "configs" / "tiny.toml"
     assert f"its config: {written}" in out
     assert load_config(written) == load_config(config)
+    cfg = load_config(config)
+    assert err.startswith(f"building game 'tiny': {cfg.players} players, {cfg.units} units, payouts "
+                          f"{list(cfg.payouts)}\n(equilibrium skipped: --skip-solve)\n")
     assert "rollout_triples - " in err and "results_site - site built" in err
     assert "STEP_START" not in err and " - DEBUG - " not in err and "assets:" not in err
     assert "Telemetry" not in err and "Welcome to Dagster" not in err  # a new DAGSTER_HOME gets dagster.yaml
