@@ -411,6 +411,7 @@ def test_rollout_writes_the_table_a_game_with_its_settings_reads(capsys, tmp_pat
                             [game.rollout_id("pairs")]).fetchone()
     assert rows == [(game.rollout_id("pairs"), "pairs", 3, 7)] and pairs == (14_365,)
     assert f"(rollout '{game.rollout_id('pairs')}')" in out
+    assert "| 14.4k/14.4k [" in err.split("\r")[-1]  # the bar, as it ends: every matchup done
 
 
 def test_rollout_without_a_seed_samples_with_the_seed_a_game_takes_by_default():
