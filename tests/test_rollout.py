@@ -376,8 +376,11 @@ def test_sampled_pair_table_matches_rows_and_is_close_to_exact():
 
 
 def test_sampled_triples_close_to_exact():
+    """Random rows, and rows with repeated classes (whose estimates are averaged over the players'
+    relabelings) of each kind."""
     rng = np.random.default_rng(8)
-    rows = rng.integers(0, ro.N_TRIPLE_ROWS, 60)
+    repeated = [ro.triple_row(*cls(*labels)) for labels in (("AA", "KK", "KK"), ("QQ", "QQ", "72o"), ("T9s",) * 3)]
+    rows = np.concatenate([rng.integers(0, ro.N_TRIPLE_ROWS, 60), repeated])
     exact = ro.triple_rows_exact(rows)
     est = ro.triple_rows_sampled(rows, samples=4000, seed=1)
     ok = ~np.isnan(exact[:, 0])
