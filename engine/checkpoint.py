@@ -102,7 +102,7 @@ def reading_checkpoint(path: Path) -> Iterator[None]:
         raise _damaged(path, str(exc)) from None
     except DamagedCheckpoint:
         raise
-    except Exception as exc:
+    except Exception:
         if path.is_file() and not zipfile.is_zipfile(path):
             raise _damaged(path, "not a zip archive") from None  # (numpy's own words advise unpickling it)
         raise

@@ -626,18 +626,19 @@ def test_model_strategies_and_their_ex_post(tiny_build):
     # the two sweep assets' metadata: each model's seconds and CFR+ iterations, and the rows written
     events = tiny_build["result"].get_asset_materialization_events()
     meta = {e.asset_key.to_user_string(): e.event_specific_data.materialization.metadata for e in events}
+    sums = {model: (round(s, 1), int(k)) for model, s, k in con.execute(
+        "SELECT model, sum(wall_s), sum(cfr_iterations) FROM model_sweeps WHERE game = 'tiny' GROUP BY model"
+    ).fetchall()}
     for asset, models in (("model_strategies", MODELS[:3]), ("fgs_strategies", MODELS[3:])):
         m = meta[asset]
-        sums = {model: (round(s, 1), int(k)) for model, s, k in con.execute(
-            "SELECT model, sum(wall_s), sum(cfr_iterations) FROM model_sweeps WHERE game = 'tiny' GROUP BY model"
-        ).fetchall() if model in models}
         assert m["sweep_s"].value == {model: sums[model][0] for model in models}
         assert m["cfr_iterations"].value == {model: sums[model][1] for model in models}
         assert m["rows_model_nodes"].value == sum(nodes[x] for x in models)
         assert m["rows_model_sweeps"].value == 2 * len(models)  # a row per layer
     assert meta["model_strategies"]["dagster/row_count"].value == sum(nodes[x] for x in MODELS[:3])
     fgs_rows, = con.execute("SELECT count(*) FROM fgs_values WHERE game = 'tiny'").fetchone()
-    assert meta["fgs_strategies"]["dagster/row_count"].value == meta["fgs_strategies"]["rows_fgs_values"].value == fgs_rows
+    fgs = meta["fgs_strategies"]
+    assert fgs["dagster/row_count"].value == fgs["rows_fgs_values"].value == fgs_rows
 
 
 def test_simulation_tables(tiny_build):
@@ -1674,10 +1675,9 @@ def test_a_game_with_a_built_games_equilibrium_solves_and_sweeps_nothing_again(t
     with duckdb.connect(str(warehouse), read_only=True) as con:
         weitzman, = con.execute("SELECT count(*) FROM model_nodes WHERE game = 'tiny-seeded' AND model = 'weitzman'"
                                 ).fetchone()
-    # only Weitzman's sweep, read back, is written; the copied ones are not written again
-    assert solved["model_strategies"]["rows_model_nodes"].value == weitzman > 0
-    assert "rows_model_nodes" not in solved["fgs_strategies"]
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+        # only Weitzman's sweep, read back, is written; the copied ones are not written again
+        assert solved["model_strategies"]["rows_model_nodes"].value == weitzman > 0
+        assert "rows_model_nodes" not in solved["fgs_strategies"]
         for table in ("equilibrium_values", "equilibrium_nodes", "state_quality", "model_nodes", "nemesis_values",
                       "finishing"):
             built, seeded = (con.execute(f"SELECT * EXCLUDE (game) FROM {table} WHERE game = ? ORDER BY ALL",

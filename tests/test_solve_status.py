@@ -275,8 +275,8 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert "model sweeps: none saved yet" in out
     from assets.resume import game_folder
 
-    sweeps = game_folder(cache, "models", load_config(config), adopt=False)
-    sweeps.mkdir(parents=True)  # as the first sweep leaves it in its first minutes, no part saved yet
+    folder = game_folder(cache, "models", load_config(config), adopt=False)
+    folder.mkdir(parents=True)  # as the first sweep leaves it in its first minutes, no part saved yet
     assert "model sweeps: none saved yet" in _progress(config, capsys)
     assert "\nthe equilibrium's simulated tournaments (the control): not played yet with this game's tournaments and seed (it " \
            "follows the solves)\n" in out
@@ -305,7 +305,6 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     from engine.solve_status import sweep_status
     from engine.sweep_checkpoint import layer_saved_at
 
-    folder = sweeps
     done = sweep_status(folder, "harville", [2, 3])
     assert done.in_progress is None and set(done.saved) == {2, 3}
     assert done.saved_at == max(layer_saved_at(folder, "harville", n) for n in (2, 3))
