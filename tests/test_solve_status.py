@@ -149,6 +149,8 @@ def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny
     import engine.best_response as br
     import engine.profile_outcomes as po
     from assets.resources import GameResource, WarehouseResource
+    from assets.resume import game_folder
+    from engine.config import load_config
     from engine.states import n_states
 
     warehouse = tmp_path / "lab.duckdb"
@@ -165,9 +167,6 @@ def test_progress_follows_the_finishing_probabilities_and_the_ex_post_check(tiny
     out = _progress(config, capsys)
     assert out.count("  finishing probabilities: not started") == 2 and out.count("  ex post check: not started") == 2
     # the first minutes of the 2-player layer's: its work folder made, no block saved yet
-    from assets.resume import game_folder
-    from engine.config import load_config
-
     started = game_folder(cache, "finishing", load_config(config), adopt=False) / "layer2.work-0"
     started.mkdir(parents=True)
     assert ("  finishing probabilities: started; no block checkpoint of it yet (one is saved every 5 minutes of "
@@ -254,7 +253,7 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     from assets.model_analysis import model_strategies
     from engine.config import model_names
     from assets.resources import GameResource, WarehouseResource
-    from assets.resume import game_key
+    from assets.resume import game_folder, game_key
     from assets.simulation import simulations
     from engine.config import load_config
     from engine.states import n_states
@@ -273,8 +272,6 @@ def test_progress_follows_the_model_sweeps_their_ex_post_checks_and_simulations(
     assert models[:5] == ["harville", "weitzman", "roberts", "FGS-1", "FGS-2"]
     out = _progress(config, capsys)
     assert "model sweeps: none saved yet" in out
-    from assets.resume import game_folder
-
     folder = game_folder(cache, "models", load_config(config), adopt=False)
     folder.mkdir(parents=True)  # as the first sweep leaves it in its first minutes, no part saved yet
     assert "model sweeps: none saved yet" in _progress(config, capsys)
