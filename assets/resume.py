@@ -202,7 +202,7 @@ class UnitCheckpoint:
 
     def _read_rows(self, unit: str, columns: bool) -> dict[str, np.ndarray] | None:
         path = self._rows_path(unit)
-        if self.load(unit) is None or not path.exists():
+        if self.load(unit) is None or not zipfile.is_zipfile(path):  # (absent, or bytes numpy reads as a lone array)
             return None
         try:
             with np.load(path) as data:

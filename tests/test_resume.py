@@ -169,6 +169,9 @@ def test_a_units_rows_are_kept_with_its_record_and_only_while_it_is_valid(tmp_pa
     assert done.load_rows("finishing-3p") is not None
     (folder / "finishing-3p.rows.npz").write_bytes(b"PK\x03\x04 cut short")  # a damaged file: the unit is redone
     assert done.load_rows("finishing-3p") is None
+    with open(folder / "finishing-3p.rows.npz", "wb") as f:  # bytes numpy reads as a lone array, not an archive
+        np.save(f, np.arange(300))
+    assert done.load_rows("finishing-3p") is None and not done.has_rows("finishing-3p")
 
 
 def test_games_with_the_same_equilibrium_share_their_checkpoint_folders():
