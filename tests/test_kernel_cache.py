@@ -61,8 +61,23 @@ def test_the_guard_is_on_before_a_process_first_compiles(tmp_path):
 
         add_one(1)
         print(before, getattr(caching.IndexDataCacheFile, "_jamfold_guarded", False))
+        print(sum(add_one.stats.cache_hits.values()))
     """))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "True", "0"]
     assert list((tmp_path / "cache").rglob("*.nbi.lock"))  # the load and the save took the lock
+    again = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert again.stdout.split() == ["False", "True", "1"]  # the guarded load gives back what the save kept
+
+
+def test_the_guard_passes_over_what_it_cannot_lock(tmp_path, monkeypatch):
+    """A load from a folder that does not exist finds nothing, as unguarded (no lock file can be
+    made there); an OS without ``fcntl`` keeps numba's cache as it is."""
+    from engine import kernel_cache
+
+    assert kernel_cache.guard_kernel_cache()
+    missing = caching.IndexDataCacheFile(str(tmp_path / "missing"), "kernel-1.py311", ("source stamp", 1))
+    assert missing.load(("a", 0)) is None and not (tmp_path / "missing").exists()
+    monkeypatch.setattr(kernel_cache, "fcntl", None)
+    assert kernel_cache.guard_kernel_cache() is False
