@@ -657,6 +657,8 @@ def test_simulation_tables(tiny_build):
         assert sum(fin) == pytest.approx(1.0)
     matches = con.execute("SELECT * FROM direct_matches WHERE game = 'tiny'").df()
     assert len(matches) == (len(MODELS) - 1) * (2 ** 3 - 2)
+    # every other model against Harville, each over its 6 seatings (each model's match its own unit)
+    assert matches.groupby(["model_a", "model_b"]).size().to_dict() == {(m, "harville"): 6 for m in MODELS[1:]}
     assert (matches["tournaments"] == 5000).all()  # the config's direct_match_tournaments, not the hero seats' 20,000
     weighted = matches["a_players"] * matches["roi_a_pct"] + (3 - matches["a_players"]) * matches["roi_b_pct"]
     assert np.abs(weighted).max() < 1e-9

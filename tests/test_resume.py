@@ -320,3 +320,15 @@ def test_block_saver_without_a_checkpoint_writes_nothing(monkeypatch):
         clock.now += 1.0
         assert not blocks.add(s)
     assert not blocks.flush() and blocks.pending == []
+
+
+def test_a_cache_folder_is_made_when_missing_and_taken_as_it_is_when_there(tmp_path, monkeypatch):
+    """`cache_dir` (the triple table's chunks): made with its parents on a first build, and found
+    with what it holds by a build resuming from them."""
+    from assets.paths import cache_dir
+
+    monkeypatch.setenv("JAMFOLD_CACHE", str(tmp_path / "cache"))
+    folder = cache_dir("rollout", "sampled-4-seed3")
+    assert folder == tmp_path / "cache" / "rollout" / "sampled-4-seed3" and folder.is_dir()
+    (folder / "chunk").write_text("kept")
+    assert cache_dir("rollout", "sampled-4-seed3") == folder and (folder / "chunk").read_text() == "kept"
