@@ -89,3 +89,55 @@ def test_annotate_refuses_bad_arguments_naming_them(tmp_path, capsys):
             main(argv)
         assert exc.value.code == 2
         assert needle in capsys.readouterr().err
+
+
+def test_the_last_compiled_function_is_dumped_up_to_the_cap(tmp_path):
+    """No next function bounds the last one's code: it is read up to ``max_bytes`` (or its mapping's end)."""
+    assert _doubled_sum_for_the_perf_map(np.arange(2.0)) == 2.0
+    address, name = compiled_functions()[-1]
+    assert dump_code(tmp_path, (name,), max_bytes=256) >= 1
+    code = (tmp_path / f"{address:x}.bin").read_bytes()
+    assert len(code) == min(256, _readable_end(address) - address)
+
+
+def test_annotate_prints_each_dumped_functions_share_and_its_hottest_instructions(tmp_path, capsys, monkeypatch):
+    """perf's samples (instruction pointers) laid on a dump's disassembly: the function's share of all
+    samples, then its hottest instructions in % of its own samples, each with the instructions before
+    it; a dump below ``min_share`` is left out. (perf and objdump stand in here as their outputs.)"""
+    import subprocess
+    import types
+
+    from engine import perf_map
+
+    (tmp_path / "1000.bin").write_bytes(b"\xc3")
+    (tmp_path / "9000.bin").write_bytes(b"\xc3")
+    listings = {0x1000: ["   1000:\t48 8b 04 c7          \tmov    (%rdi,%rax,8),%rax",
+                         "   1004:\t48 89 44 24 08       \tmov    %rax,0x8(%rsp)",
+                         "   1009:\t90                   \tnop",
+                         "   100a:\t90                   \tnop",
+                         "   100b:\tc3                   \tret"],
+                0x9000: ["   9000:\tc3                   \tret"]}
+    ips = ["1004"] * 6 + ["100b"] * 2 + ["5000"] * 2
+
+    def fake_run(cmd, **kwargs):
+        if cmd[0] == "perf":
+            return types.SimpleNamespace(stdout="\n".join(f"  {ip}" for ip in ips))
+        vma = int(next(a for a in cmd if a.startswith("--adjust-vma=")).split("=")[1], 16)
+        return types.SimpleNamespace(stdout="\n".join(listings[vma]))
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    perf_map.annotate(tmp_path / "perf.data", tmp_path, top=5, context=2)
+    assert capsys.readouterr().out.splitlines() == [
+        f"10 samples in {tmp_path / 'perf.data'}",
+        "",
+        "function at 0x1000: 80.0 % of all samples; its hottest instructions, in % of its samples:",
+        "  75.00 %  at 0x1004",
+        "        0x1000   0.00  mov (%rdi,%rax,8),%rax",
+        "      > 0x1004  75.00  mov %rax,0x8(%rsp)",
+        "  25.00 %  at 0x100b",
+        "        0x1009   0.00  nop",
+        "        0x100a   0.00  nop",
+        "      > 0x100b  25.00  ret"]
+    ips.clear()  # no samples at all: said, and nothing else
+    perf_map.annotate(tmp_path / "perf.data", tmp_path)
+    assert capsys.readouterr().out.splitlines() == [f"0 samples in {tmp_path / 'perf.data'}"]
