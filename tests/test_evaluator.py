@@ -126,6 +126,9 @@ def test_value_order_spot_checks():
     assert value("Ac Kd Qh Js 9c 3d 2h") == value("Ac Kd Qh Js 9c 4d 2h")
     assert value("Ac Kd Qh Js 9c 3d 2h") < value("Ac Kd Qh Js Tc 3d 2h")  # high card < broadway
     assert hand_category(1) == 0 and hand_category(N_VALUES) == 8
+    # 4,824 distinct 7-card hand values (7,462 five-card classes less those never best of seven),
+    # the royal flush the highest of them
+    assert N_VALUES == 4824 == value("Ah Kh Qh Jh Th 2c 3d")
 
 
 def test_value_does_not_depend_on_card_order():
