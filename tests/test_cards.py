@@ -120,7 +120,7 @@ def test_class_ids_labels_and_combos_follow_spec_section_3():
     ranks and suits, independently of parse_class (which the other tests go through)."""
     from itertools import combinations
 
-    from engine.cards import card_label, class_combos, class_label
+    from engine.cards import card_label, class_combos, class_label, parse_class
 
     ranks = "AKQJT98765432"
     assert (class_label(1), class_label(13), class_label(0), class_label(168)) == ("AKs", "AKo", "AA", "22")
@@ -130,6 +130,8 @@ def test_class_ids_labels_and_combos_follow_spec_section_3():
         hi, lo = ranks[min(i, j)], ranks[max(i, j)]
         expected = hi + lo if i == j else hi + lo + ("s" if i < j else "o")
         assert class_label(cid) == expected
+        # and back from the label, its ranks in either order and either case ('AKs', 'kas')
+        assert parse_class(expected) == parse_class((expected[1::-1] + expected[2:]).lower()) == cid
         combos = [tuple(sorted(card_label(int(c)) for c in combo)) for combo in class_combos(cid)]
         assert len(combos) == {True: 6, False: 4 if i < j else 12}[i == j] == len(set(combos))
         for a, b in combos:
