@@ -1151,6 +1151,15 @@ def test_lab_bench_help_lists_every_benchmark():
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == arms
     bad = subprocess.run([str(lab), "bench", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
+    # each name runs its benchmark as a program (here refusing a bad argument, before any work)
+    refusals = {"rollout": (["nope"], "usage: ./lab bench rollout {evaluator|pairs|"),
+                "models": (["--repeat", "0"], "--repeat must be at least 1"),
+                "solver": (["--iterations", "0"], "--iterations must be at least 1"),
+                "simulation": (["--tournaments", "0"], "--tournaments must be at least 1"),
+                "layer": (["--players", "7"], "--players must be 2 to 5")}
+    for name, (argv, needle) in refusals.items():
+        bad = subprocess.run([str(lab), "bench", name, *argv], capture_output=True, text=True)
+        assert bad.returncode == 2 and needle in bad.stderr, (name, bad.stderr)
 
 
 def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):

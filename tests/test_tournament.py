@@ -664,6 +664,12 @@ def test_layer_benchmark_projects_a_small_layer(capsys, bench_tensors_released):
     main(["--units", "8", "--players", "3", "--samples", "2", "--gamma", "1e-2"])
     out = capsys.readouterr().out
     assert "8-unit 3-player layer: 21 states" in out and "projection on" in out and "GiB for the layer" in out
+    # the strata (which blinds are all-in) share out the layer's states, and no solve of the sampled
+    # states took longer than all of them together
+    assert sum(int(n) for n in re.findall(r"^  [a-zA-Z -]+: ([0-9,]+) states \(", out, re.M)) == 21
+    wall = float(re.search(r"sampled states solved .* in ([0-9.]+) s on", out).group(1))
+    seconds = [float(x) for x in re.findall(r"(?:cold|from a neighbour|warm) ([0-9.]+) s", out)]
+    assert len(seconds) >= 9 and max(seconds) <= wall + 0.05  # (the wall printed to 0.1 s)
     assert "from a neighbour" in out and "the first solve of every state" in out
     # the whole layer is the first solves plus the measured range of warm passes (hours, 3 significant digits)
     from engine.bench_layer import WARM_PASSES_PER_LAYER
