@@ -339,6 +339,7 @@ def test_a_game_too_large_for_memory_is_refused_by_the_dagster_layer_assets_too(
     ("bench_simulation", ["--players", "1"], "--players must be 2 to 5"),
     ("bench_simulation", ["--tournaments", "0"], "--tournaments must be at least 1"),
     ("bench_simulation", ["--seed", str(10**13)], "--seed must be from 0 to 10^12"),
+    ("bench_simulation", ["--cache", "."], "--cache must name an npz file, not a folder (got .)"),
     ("bench_layer", ["--gamma", "inf"], "--gamma must be a finite number > 0"),
     ("bench_solver", ["--layer-gamma", "inf"], "--layer-gamma must be a finite number > 0"),
     ("bench_layer", ["--units", "100000"], "--units must be at most 200"),

@@ -126,6 +126,67 @@ def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_
     assert exc.value.code == 2 and "is not a readable packed game" in capsys.readouterr().err
 
 
+def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, monkeypatch, bench_tensors_released):
+    """The rates `./lab bench simulation` prints (the figure issue #4 is judged by) are the tournaments
+    over the best wall time, hands per second that times the mean hands, and so on (the timings fixed
+    here, the tournaments played for real); its payoffs share out the prize pool, its finishing
+    rows are distributions, and the compact profile plays the dense profile's tournaments."""
+    import re
+
+    from engine import bench_simulation
+
+    real, played, timings = bench_simulation._timed, [], [(0.5, 0.8), (1.25, 1.0)]  # (s: all threads, then 1)
+
+    def timed(*args, **kwargs):
+        _, _, res = real(*args, **kwargs)
+        played.append(res)
+        return (*timings[len(played) - 1], res)
+
+    monkeypatch.setattr(bench_simulation, "_timed", timed)
+    bench_simulation.main(["--units", "6", "--players", "3", "--tournaments", "20000"])
+    out = capsys.readouterr().out
+    assert len(played) == 2
+    for (wall, cpu), res in zip(timings, played):
+        rate, hands = 20_000 / wall, res.mean_hands
+        line = next(x for x in out.splitlines() if f"tournaments in {wall:.2f} s (best of 3)" in x)
+        assert f"= {rate:,.0f} tournaments/s, {rate * hands:,.0f} hands/s; CPU {cpu:.2f} s = " \
+               f"{20_000 / cpu:,.0f} tournaments per CPU-second, {cpu / (20_000 * hands) * 1e9:.0f} ns CPU" in line
+    assert "the dense float32 profile plays the same tournaments: True" in out
+    payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
+    assert sum(payoffs[0::2]) == pytest.approx(100.0, abs=0.01)  # 50 + 30 + 20, to the printed 3 decimals
+    rows = re.search(r"columns = place\):\n(.*)", out, re.S).group(1)
+    finishing = np.array([[float(x) for x in row.strip(" []").split()] for row in rows.splitlines()])
+    assert finishing.shape == (3, 3) and np.allclose(finishing.sum(axis=0), 1, atol=1e-3)
+    assert np.allclose(finishing.sum(axis=1), 1, atol=1e-3)
+
+
+def test_the_simulation_benchmarks_synthetic_profile_jams_the_top_x_of_hands(tiny_showdown):
+    """The profile the simulation benchmark plays (its docstring's rule): at every node the hands
+    jammed are the best ones by equity against a random hand, and they are x of all hands, x =
+    min(1, 3/E)/(1 + (behind − 1)/4) opening and min(1, 2/E)/2^(jams − 1) facing jams, E the
+    effective stack in big blinds (recomputed here node by node; 16 units, so that E reaches 7)."""
+    from engine.bench_simulation import threshold_profile
+    from engine.cards import CLASS_COMBO_COUNT
+
+    p1 = CLASS_COMBO_COUNT / 1326.0
+    equity = tiny_showdown.win2_vs_random
+    game = pack_game(16, 3, PAYOUTS)
+    profile = threshold_profile(game, equity, p1, chunk=7)  # (chunks of a few rows: every row filled)
+    state, _, actor, depth = game.node_rows()
+    assert profile.shape == (len(state), 169) and len(state) > 7
+    by_equity = np.argsort(-equity, kind="stable")
+    for row in range(len(state)):
+        stacks = [int(x) for x in game.state_stacks[state[row]]]
+        me = int(actor[row])
+        effective_bb = min(stacks[me], max(x for i, x in enumerate(stacks) if i != me)) / 2
+        behind = int(game.state_players[state[row]]) - 1 - me
+        jams = int(depth[row])
+        x = (min(1, 3 / effective_bb) / (1 + (behind - 1) / 4) if jams == 0
+             else min(1, 2 / effective_bb) / 2 ** (jams - 1))
+        assert float(p1 @ profile[row]) == pytest.approx(min(x, 1.0), rel=1e-5, abs=1e-7), row
+        assert np.all(np.diff(profile[row][by_equity]) <= 0), row  # the best hands first
+
+
 def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game, tmp_path, monkeypatch):
     """`simulate` and `simulations` keep the packed game in the cache (74 s to pack the `thesis`
     game): the next run reads it instead of packing, the arrays equal; a pack by other engine code,
