@@ -1699,12 +1699,12 @@ def test_a_game_without_fgs_drops_harvilles_kept_solvers(tiny_build, tmp_path, m
     import dagster as dg
 
     from assets.model_analysis import sweep_checkpoint_dir
-    from assets.resources import GameResource, WarehouseResource
+    from assets.resources import GameResource
     from assets.solve import LAYER_ASSETS
     from conftest import TINY_TOML
     from engine.config import load_config
 
-    warehouse, _ = _tiny_copy(tiny_build, tmp_path, monkeypatch)
+    _, resources = _tiny_copy(tiny_build, tmp_path, monkeypatch)
     shutil.copytree(tiny_build["root"] / "cache", tmp_path / "cache")
     config = tmp_path / "no-fgs.toml"
     config.write_text(TINY_TOML.replace('name = "tiny"', 'name = "tiny-no-fgs"') + "fgs_depth = 0\n")
@@ -1712,8 +1712,8 @@ def test_a_game_without_fgs_drops_harvilles_kept_solvers(tiny_build, tmp_path, m
     results = sorted(p.name for p in folder.glob("*.npz"))
     assert results == sorted(f"{m}.layer{n}.npz" for m in MODELS for n in (2, 3))  # (the tiny game's, shared)
     (folder / "harville.layer3.solvers.npz").write_bytes(b"kept solvers")
-    result = dg.materialize([*LAYER_ASSETS, model_strategies], resources={
-        "game": GameResource(config_file=str(config)), "warehouse": WarehouseResource(path=str(warehouse))})
+    result = dg.materialize([*LAYER_ASSETS, model_strategies],
+                            resources={**resources, "game": GameResource(config_file=str(config))})
     assert result.success
     assert sorted(p.name for p in folder.glob("*.npz")) == results
 

@@ -143,14 +143,15 @@ def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, mon
         return (*timings[len(played) - 1], res)
 
     monkeypatch.setattr(bench_simulation, "_timed", timed)
-    bench_simulation.main(["--units", "6", "--players", "3", "--tournaments", "20000"])
+    T = 20_000
+    bench_simulation.main(["--units", "6", "--players", "3", "--tournaments", str(T)])
     out = capsys.readouterr().out
     assert len(played) == 2
     for (wall, cpu), res in zip(timings, played):
-        rate, hands = 20_000 / wall, res.mean_hands
+        rate, hands = T / wall, res.mean_hands
         line = next(x for x in out.splitlines() if f"tournaments in {wall:.2f} s (best of 3)" in x)
         assert f"= {rate:,.0f} tournaments/s, {rate * hands:,.0f} hands/s; CPU {cpu:.2f} s = " \
-               f"{20_000 / cpu:,.0f} tournaments per CPU-second, {cpu / (20_000 * hands) * 1e9:.0f} ns CPU" in line
+               f"{T / cpu:,.0f} tournaments per CPU-second, {cpu / (T * hands) * 1e9:.0f} ns CPU" in line
     assert "the dense float32 profile plays the same tournaments: True" in out
     payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
     assert sum(payoffs[0::2]) == pytest.approx(100.0, abs=0.01)  # 50 + 30 + 20, to the printed 3 decimals
