@@ -161,6 +161,23 @@ def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, mon
     assert np.allclose(finishing.sum(axis=1), 1, atol=1e-3)
 
 
+def test_the_simulation_benchmark_plays_a_single_tournament(capsys, bench_tensors_released):
+    """`--tournaments 1`, the least the benchmark accepts, times one tournament with every thread
+    count: each starting position finishes in exactly one place, and the payoffs share out the pool."""
+    import re
+
+    from engine import bench_simulation
+
+    bench_simulation.main(["--units", "6", "--players", "3", "--tournaments", "1"])
+    out = capsys.readouterr().out
+    assert len(re.findall(r"thread\(s\): 1 tournaments in ", out)) == 2
+    rows = re.search(r"columns = place\):\n(.*)", out, re.S).group(1)
+    finishing = np.array([[float(x) for x in row.strip(" []").split()] for row in rows.splitlines()])
+    assert sorted(map(tuple, finishing)) == [(0, 0, 1), (0, 1, 0), (1, 0, 0)]  # one place each, none shared
+    payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
+    assert sum(payoffs[0::2]) == pytest.approx(100.0, abs=0.01) and payoffs[1::2] == [0.0] * 3
+
+
 def test_the_simulation_benchmarks_synthetic_profile_jams_the_top_x_of_hands(tiny_showdown):
     """The profile the simulation benchmark plays (its docstring's rule): at every node the hands
     jammed are the best ones by equity against a random hand, and they are x of all hands, x =
