@@ -46,6 +46,7 @@ import numpy as np
 from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
+from engine.cores import configured_threads
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors, Workspace
 from engine.perf_map import write_perf_map
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _check_arguments(parser, args)
     payouts = (50.0, 30.0, 20.0)
-    threads = int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1))
+    threads = configured_threads()
     t0 = time.perf_counter()
     tensors = bench_solver_tensors()
     print(f"tensors (sampled tables): {time.perf_counter() - t0:.1f} s; {threads} threads")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from engine import tournament
 from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
+from engine.cores import configured_threads
 from engine.game_tree import compile_hand, utilities
 from engine.hand_pass import SolverTensors
 from engine.solve_progress import layer_log_line, nemesis_log_line
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     tensors = bench_solver_tensors()
     print(f"tensors (sampled tables): {time.perf_counter() - t0:.1f} s; numba threads "
-          f"{os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())}")
+          f"{configured_threads()}")
     values = {m: icm_values(enumerate_states(args.units, m), payouts) for m in range(2, 6)}
     for n in range(2, 6):
         base, extra = divmod(args.units, n)

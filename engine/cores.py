@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 from engine.config import ConfigError
 
@@ -33,3 +34,15 @@ def configured_threads() -> int:
         raise ConfigError(THREADS_VARIABLE, f"must be a whole number of threads from 1 to {MAX_THREADS} (or unset: "
                                             "every core)", raw)
     return threads
+
+
+def exit_on_bad_threads(prog: str) -> None:
+    """Exit with status 2 and ``<prog>: error: NUMBA_NUM_THREADS: <the rule> (got …)`` if the
+    variable holds a value :func:`configured_threads` refuses. ``./lab bench`` calls it before a
+    benchmark starts: each imports numba first, which fails with a traceback at 0 (and only warns
+    about an unreadable value, where the benchmark's own count of threads would then fail)."""
+    try:
+        configured_threads()
+    except ConfigError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1163,6 +1163,27 @@ def test_lab_bench_help_lists_every_benchmark():
         assert bad.returncode == 2 and needle in bad.stderr, (name, bad.stderr)
 
 
+def test_lab_bench_refuses_a_bad_numba_num_threads_before_numba_starts():
+    """Every benchmark imports numba first, which fails with a traceback at NUMBA_NUM_THREADS=0, and
+    the layer benchmark read an unreadable value with int(): `./lab bench` checks the variable
+    before it runs any of them (exit 2, naming it and the rule); its help needs no check."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    lab = Path(__file__).resolve().parent.parent / "lab"
+    rule = "./lab bench: error: NUMBA_NUM_THREADS: must be a whole number of threads from 1 to 4096"
+    for name, value in [("rollout", "0"), ("models", "0"), ("solver", "0"), ("simulation", "0"), ("layer", "0"),
+                        ("all", "0"), ("layer", "abc"), ("solver", "99999")]:
+        bad = subprocess.run([str(lab), "bench", name], capture_output=True, text=True,
+                             env={**os.environ, "NUMBA_NUM_THREADS": value})
+        assert bad.returncode == 2 and rule in bad.stderr and f"(got '{value}')" in bad.stderr, (name, bad.stderr)
+        assert "Traceback" not in bad.stderr and not bad.stdout
+    help_ = subprocess.run([str(lab), "bench", "--help"], capture_output=True, text=True,
+                           env={**os.environ, "NUMBA_NUM_THREADS": "0"})
+    assert help_.returncode == 0 and "layer " in help_.stdout
+
+
 def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):
     """`./lab` works in its own folder, but a relative --config, --warehouse or JAMFOLD_WAREHOUSE is the
     caller's: from another folder they were looked up in the checkout ('file not found', or a new
