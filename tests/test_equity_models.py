@@ -267,3 +267,44 @@ def test_validation_batch_and_payoffs():
     with pytest.raises(ValueError, match="P must be a finishing matrix"):
         payoffs(np.ones((3, 4)), [1])
     np.testing.assert_allclose(payoffs(P, [1]), P[:, 0])
+
+
+def test_the_models_benchmark_times_what_it_names(capsys, monkeypatch):
+    """`./lab bench models` prints the time of each model over every state of the game it names (the
+    states of 2 .. --max-players players), of Harville on 20 players and Roberts on 9: the calls it
+    times are those, on every state once a run, --repeat runs each (here the calls are recorded), and
+    the times it prints are those its clock read (here a clock that moves 0.25 s a reading)."""
+    import itertools
+    import re
+    import types
+
+    from engine import bench_models
+    from engine.states import enumerate_states
+
+    calls = []
+
+    def spy(name, real):
+        def call(model, stacks):
+            calls.append((name, model, np.asarray(stacks).shape))
+            return real(model, stacks)
+        return call
+
+    monkeypatch.setattr(bench_models, "finishing_matrix", spy("one", finishing_matrix))
+    monkeypatch.setattr(bench_models, "finishing_matrices", spy("batch", finishing_matrices))
+    clock = itertools.count(step=0.25)
+    monkeypatch.setattr(bench_models, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    assert bench_models.main(["--units", "7", "--max-players", "4", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    warm_up = [("one", m, (3,)) for m in MODELS] + [("batch", m, (1, 3)) for m in MODELS]
+    assert sorted(calls[:2 * len(MODELS)]) == sorted(warm_up)
+    layers = [(len(enumerate_states(7, n)), n) for n in (2, 3, 4)]
+    timed = calls[2 * len(MODELS):]
+    assert timed == ([("one", "harville", (20,))] * 2
+                     + [("batch", m, shape) for m in MODELS for _ in range(2) for shape in layers]
+                     + [("one", "roberts", (9,))] * 2)
+    states = sum(m for m, _ in layers)
+    per_model = re.findall(rf"^(\w+) +all {states:,} states \(7 units, 2\.\.4 players\): ([0-9.]+) s$", out, re.M)
+    assert per_model == [(m, "0.250") for m in MODELS]  # each run: one reading before, one after
+    assert "\ntotal, three models: 0.750 s\n" in out
+    assert "\nHarville, 20 players (1 stack vector): 250.0 ms\n" in out
+    assert "\nRoberts, 9 players (1 stack vector): 250.0 ms\n" in out

@@ -483,3 +483,47 @@ def test_benchmark_command_line(capsys):
     assert main(["triples-exact-sample", "x"]) == 2
     assert main(["triples-exact-sample", "20"]) == 0
     assert "full table" in capsys.readouterr().out
+    assert main(["--help"]) == 0 and "usage: ./lab bench rollout {evaluator|" in capsys.readouterr().out
+
+
+def test_the_evaluator_benchmark_evaluates_what_it_counts(capsys, monkeypatch):
+    """`./lab bench rollout evaluator` times three things and prints their counts: the enumeration of
+    every board of the other 50 cards for 60 hole pairs (each hand of it evaluated once: its
+    checksum is the sum of those hands' values by `evaluate_many`), 2 million random hands, and the
+    category count of all C(52,7) hands (recorded here, not run)."""
+    import itertools
+    from math import comb
+
+    from engine import bench_rollout
+    from engine.evaluator import evaluate_many
+
+    boards = np.array(list(itertools.combinations(range(2, 52), 5)), np.uint8)
+    hands = np.hstack([np.zeros((len(boards), 1), np.uint8), np.ones((len(boards), 1), np.uint8), boards])
+    assert bench_rollout.enumerate_boards(0, 1) == (int(evaluate_many(hands).astype(np.int64).sum()), comb(50, 5))
+    assert bench_rollout.enumerate_boards(13, 40)[1] == comb(50, 5)  # (hole cards inside the board's range)
+    evaluated, counted = [], []
+    monkeypatch.setattr(bench_rollout, "evaluate_many", lambda h: evaluated.append(h.shape) or evaluate_many(h))
+    monkeypatch.setattr(bench_rollout, "category_counts_all", lambda: counted.append(1))
+    assert bench_rollout.main(["evaluator"]) == 0
+    out = capsys.readouterr().out
+    assert "evaluator, enumerating boards (one core): " in out and f"({60 * comb(50, 5):,} in " in out
+    assert evaluated == [(10, 7), (2_000_000, 7)] and "evaluator, random hands (one core): " in out
+    assert counted == [1, 1] and "all C(52,7) hands by category (" in out  # (a warm-up call, then the timed one)
+
+
+def test_the_benchmarks_tensors_are_made_once_a_process_until_released(monkeypatch, bench_tensors_released):
+    """The benchmarks' sampled tensors (about 0.7 GB) are made once and shared by every benchmark run
+    of a process, and `release` drops them, so that the next run makes them anew (the tables'
+    making is stood in for here)."""
+    from engine import bench_tables
+
+    bench_tables.release()
+    made = []
+    monkeypatch.setattr(bench_tables, "_sampled_showdown", lambda: made.append("tables") or object())
+    monkeypatch.setattr(bench_tables, "SolverTensors", lambda showdown: ("solver tensors of", showdown))
+    showdown, solver = bench_tables.bench_showdown(), bench_tables.bench_solver_tensors()
+    assert bench_tables.bench_showdown() is showdown and bench_tables.bench_solver_tensors() is solver
+    assert len(made) == 2  # (one making each: the solver's tensors keep no showdown tensors)
+    bench_tables.release()
+    assert bench_tables.bench_showdown() is not showdown and bench_tables.bench_solver_tensors() is not solver
+    assert len(made) == 4

@@ -19,6 +19,19 @@ def test_pages_exist_and_link_assets(tiny_build):
     assert (site / "assets" / "vega-bundle.js").stat().st_size > 500_000
 
 
+def test_the_site_assets_metadata_names_the_built_pages(tiny_build):
+    """The UI's view of `results_site`: its path opens the home page, and its page count and list are
+    the site's pages, as built."""
+    site = tiny_build["site"]
+    events = tiny_build["result"].get_asset_materialization_events()
+    md = next(e.event_specific_data.materialization.metadata for e in events
+              if e.asset_key.to_user_string() == "results_site")
+    built = sorted(p.name for p in site.glob("*.html"))
+    assert set(PAGES) <= set(built)
+    assert md["path"].value == str(site / "index.html") and md["pages"].value == len(built)
+    assert md["page_files"].value == ", ".join(built) and md["wall_s"].value >= 0
+
+
 def test_home_page_links_every_page(tiny_build):
     """The home page's list of pages names every page of the build (it once stopped at the solver's)."""
     html = (tiny_build["site"] / "index.html").read_text()

@@ -707,7 +707,14 @@ def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, c
     main(argv)
     first = capsys.readouterr().out
     assert tournament.DEPTH2_SUM_BUDGET == 0
-    assert "3-player layer, outer iteration 1: target 1.0e+00 $ (level 1 of 5), " in first and "checked exactly" in first
+    # one CFR+ timing per player count 2..5, from an even split of the units, after 2 + --iterations
+    per_count = re.findall(r"^(\d) players \(([0-9, ]+)\): \d+ nodes, first iterations [0-9.]+ ms, mean of next 2 "
+                           r"[0-9.]+ ms/iteration, exploitability after (\d+) iterations ([0-9.e+-]+) \$", first, re.M)
+    assert [(n, stacks, its) for n, stacks, its, _ in per_count] == [
+        ("2", "3, 3", "4"), ("3", "2, 2, 2", "4"), ("4", "2, 2, 1, 1", "4"), ("5", "2, 1, 1, 1, 1", "4")]
+    assert all(float(e) >= 0 for *_, e in per_count)
+    assert re.search(r"^  3-player layer, outer iteration 1: target 1\.0e\+00 \$ \(level 1 of 5\), ", first, re.M)
+    assert "checked exactly" in first
     assert "PI-CFR+ of a 3-player 6-unit game to gamma 0.01: 15 states" in first and "exact checks [" in first
     main(argv + ["--layer-sweeps"])
     again = capsys.readouterr().out
@@ -725,6 +732,26 @@ def test_solver_benchmark_solves_into_a_checkpoint_and_reads_it_back(tmp_path, c
     # nemesis gains: non-negative; the equilibrium's (solved to $0.01 per hand) a few hands' worth at most
     assert all(int(r) >= 1 and float(g) >= -1e-9 for *_, r, g in ex_post)
     assert all(float(g) < 0.1 for p, *_, g in ex_post if p == "the equilibrium")
+
+
+def test_solver_benchmark_times_model_sweeps_of_a_3_player_game(capsys, bench_tensors_released):
+    """--sweep-units N times a Harville sweep over every state of the N-unit 3-player game from cold,
+    then FGS-1 and Roberts warm-started from it; a game of as many units as players (the least
+    --layer-units takes) is solved first."""
+    from engine.bench_solver import main
+    from engine.states import enumerate_states
+
+    main(["--units", "5", "--iterations", "1", "--layer-units", "2", "--layer-players", "2", "--layer-gamma", "1e-2",
+          "--sweep-units", "4"])
+    out = capsys.readouterr().out
+    assert "PI-CFR+ of a 2-player 2-unit game to gamma 0.01: 1 states, " in out
+    states = len(enumerate_states(4, 2)) + len(enumerate_states(4, 3))
+    cold = re.search(rf"^model sweep, 4-unit 3-player game \({states} states, gamma 1e-4\): Harville cold [0-9.]+ s, "
+                     r"(\d+) CFR\+ iterations \([0-9]+ ms per state\)$", out, re.M)
+    warm = re.findall(r"^  (FGS-1|Roberts) warm-started from the Harville sweep: [0-9.]+ s, (\d+) CFR\+ iterations$",
+                      out, re.M)
+    assert cold and int(cold.group(1)) >= states  # (every state solved, at least one iteration each)
+    assert [label for label, _ in warm] == ["FGS-1", "Roberts"] and all(int(its) > 0 for _, its in warm)
 
 
 def test_resolve_keeps_regrets_near_the_target_and_rescales_far_off(tiny_tensors):
