@@ -32,6 +32,17 @@ def test_the_site_assets_metadata_names_the_built_pages(tiny_build):
     assert md["page_files"].value == ", ".join(built) and md["wall_s"].value >= 0
 
 
+def test_no_page_prints_a_python_none_or_nan(tiny_build):
+    """A page's text is made of f-strings over helper results and DataFrames: a helper that gave back
+    None, or a missing number formatted by Python, would print "None" or "nan" (charts' data aside)."""
+    docs = tiny_build["site"].parent / "docs"
+    pages = sorted(docs.glob("*.md"))
+    assert len(pages) >= len(PAGES)
+    for page in pages:
+        text = re.sub(r"<script\b.*?</script>", "", page.read_text(), flags=re.S)
+        assert not re.findall(r"\b(?:None|nan|NaN)\b", text), page.name
+
+
 def test_home_page_links_every_page(tiny_build):
     """The home page's list of pages names every page of the build (it once stopped at the solver's)."""
     html = (tiny_build["site"] / "index.html").read_text()
@@ -390,7 +401,9 @@ def test_showdown_and_equity_model_pages_tabulate_the_triples_and_the_models(tin
         pay = equity_models.payoffs(P, payouts)
         assert len(table) == len(stacks)
         for i, line in enumerate(table):
-            player, stack, payoff, *probs = (float(x) for x in line.strip("| ").split(" | "))
+            cells = line.strip("| ").split(" | ")
+            assert cells[1] == f"{stacks[i]:g}"  # the stack as the config gives it, not as a 4-decimal number
+            player, stack, payoff, *probs = (float(x) for x in cells)
             assert (player, stack) == (i + 1, stacks[i])
             assert payoff == pytest.approx(pay[i], abs=5e-5)
             assert probs == [pytest.approx(p, abs=5e-5) for p in P[i]]
@@ -502,7 +515,7 @@ def test_warehouse_page_lists_every_table(tiny_build):
 
     html = (tiny_build["site"] / "warehouse.html").read_text()
     for name, table in TABLES.items():
-        assert f"<code>{name}</code>" in html, name
+        assert f"<code>{name}</code> ({'view' if table.kind == 'view' else 'table'}, " in html, name
         for col in table.columns:
             assert col.name in html
 
@@ -873,6 +886,8 @@ def test_log_summary_sums_the_logged_seconds_not_the_rounded_ones():
     assert "0.504" not in text and "0.5" in text
     log["wall_s"] = [10.4, 0.2]
     assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 11 s</summary>" in _log_tables(log)
+    log["wall_s"] = [9.5, 0.5]  # (10 s exactly: whole seconds)
+    assert "<summary>2 players: 2 outer iterations, 7 CFR+ iterations, 10 s</summary>" in _log_tables(log)
 
 
 def test_table_headers_wrap_after_underscores():
@@ -1048,6 +1063,25 @@ def test_model_pages_show_the_warehouse_numbers(tiny_build):
     assert f"<td>{layer_iterations}</td>" in (tiny_build["site"] / "solve-quality.html").read_text()
     gain = con.execute("SELECT all_max_gain FROM ex_post WHERE game = 'tiny' AND profile = 'FGS-2'").fetchone()[0]
     assert f"{gain:.5f}" in (tiny_build["site"] / "ex-post.html").read_text()
+
+
+def test_ex_post_page_tabulates_every_checked_profile(tiny_build):
+    """The ex post page opens with the `ex_post` view: a row per checked profile, the equilibrium
+    first and then the models in the pages' order, each number as the view has it (5 decimals)."""
+    import duckdb
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    view = {row[0]: row[1:] for row in con.execute(
+        """SELECT profile, start_mean_roi_pct, start_max_roi_pct, start_mean_gain, start_max_gain, all_mean_gain,
+                  all_max_gain, pairs FROM ex_post WHERE game = 'tiny'""").fetchall()}
+    page = (tiny_build["site"].parent / "docs" / "ex-post.md").read_text()
+    rows = re.search(r"^\| profile \|.*\n\|[-|]+\n((?:\|.*\n)+)", page, re.M).group(1).splitlines()
+    cells = [line.strip("| ").split(" | ") for line in rows]
+    assert [c[0] for c in cells] == ["equilibrium", "harville", "weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]
+    assert set(view) == {c[0] for c in cells}
+    for profile, *shown in cells:
+        *numbers, pairs = view[profile]
+        assert shown == [f"{x:.5f}" for x in numbers] + [str(pairs)], profile
 
 
 def test_simulation_page_shows_the_warehouse_numbers(tiny_build):
