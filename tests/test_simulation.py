@@ -126,12 +126,21 @@ def test_a_saved_packed_game_loads_back_whole_and_the_benchmark_refuses_a_wrong_
     assert exc.value.code == 2 and "is not a readable packed game" in capsys.readouterr().err
 
 
+def _printed_payoffs_and_finishing(out: str) -> tuple[list[float], np.ndarray]:
+    """What `./lab bench simulation` prints of its tournaments: the mean payoffs per starting
+    position, each followed by its standard error ($), and the finishing matrix (rows = position)."""
+    import re
+
+    payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
+    rows = re.search(r"columns = place\):\n(.*)", out, re.S).group(1)
+    return payoffs, np.array([[float(x) for x in row.strip(" []").split()] for row in rows.splitlines()])
+
+
 def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, monkeypatch, bench_tensors_released):
     """The rates `./lab bench simulation` prints (the figure issue #4 is judged by) are the tournaments
     over the best wall time, hands per second that times the mean hands, and so on (the timings fixed
     here, the tournaments played for real); its payoffs share out the prize pool, its finishing
     rows are distributions, and the compact profile plays the dense profile's tournaments."""
-    import re
 
     from engine import bench_simulation
 
@@ -153,10 +162,8 @@ def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, mon
         assert f"= {rate:,.0f} tournaments/s, {rate * hands:,.0f} hands/s; CPU {cpu:.2f} s = " \
                f"{T / cpu:,.0f} tournaments per CPU-second, {cpu / (T * hands) * 1e9:.0f} ns CPU" in line
     assert "the dense float32 profile plays the same tournaments: True" in out
-    payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
+    payoffs, finishing = _printed_payoffs_and_finishing(out)
     assert sum(payoffs[0::2]) == pytest.approx(100.0, abs=0.01)  # 50 + 30 + 20, to the printed 3 decimals
-    rows = re.search(r"columns = place\):\n(.*)", out, re.S).group(1)
-    finishing = np.array([[float(x) for x in row.strip(" []").split()] for row in rows.splitlines()])
     assert finishing.shape == (3, 3) and np.allclose(finishing.sum(axis=0), 1, atol=1e-3)
     assert np.allclose(finishing.sum(axis=1), 1, atol=1e-3)
 
@@ -171,10 +178,8 @@ def test_the_simulation_benchmark_plays_a_single_tournament(capsys, bench_tensor
     bench_simulation.main(["--units", "6", "--players", "3", "--tournaments", "1"])
     out = capsys.readouterr().out
     assert len(re.findall(r"thread\(s\): 1 tournaments in ", out)) == 2
-    rows = re.search(r"columns = place\):\n(.*)", out, re.S).group(1)
-    finishing = np.array([[float(x) for x in row.strip(" []").split()] for row in rows.splitlines()])
+    payoffs, finishing = _printed_payoffs_and_finishing(out)
     assert sorted(map(tuple, finishing)) == [(0, 0, 1), (0, 1, 0), (1, 0, 0)]  # one place each, none shared
-    payoffs = [float(x) for x in re.search(r"per starting position: (.*)", out).group(1).replace("±", ",").split(",")]
     assert sum(payoffs[0::2]) == pytest.approx(100.0, abs=0.01) and payoffs[1::2] == [0.0] * 3
 
 
