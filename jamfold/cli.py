@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from engine.config import EXAMPLE_STACK_RANGE, PRIZE_POOL_RANGE, ConfigError
-from engine.cores import configured_threads
+from engine.cores import configured_threads, exit_on_bad_threads
 from jamfold.cmd_build import cmd_build, cmd_site
 from jamfold.cmd_read import cmd_progress, cmd_sql, cmd_state
 from jamfold.cmd_simulate import cmd_simulate
@@ -221,10 +221,7 @@ def check_dagster_env() -> None:
         fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
     from engine.memory import memory_shortfall
 
-    try:
-        configured_threads()
-    except ConfigError as exc:
-        fail(str(exc))
+    exit_on_bad_threads("jamfold")
     why = memory_shortfall(cfg.players, cfg.units)
     if why is not None:  # the UI still serves the warehouse's tables; its layer assets will refuse the solve
         print(f"jamfold: warning: {why}; the solve assets will refuse to run", file=sys.stderr)

@@ -14,6 +14,7 @@ from engine.cards import parse_class
 from jamfold.cli import main
 
 ORACLE_HARVILLE_V = [5.89, 13.84, 20.48, 27.86, 31.94]
+LAB = Path(__file__).resolve().parent.parent / "lab"  # the repository's entry point
 
 
 def run(capsys, *argv):
@@ -981,14 +982,13 @@ def test_lab_and_the_build_write_one_dagster_yaml(tmp_path):
     """./lab and `jamfold build` write one instance config into DAGSTER_HOME: into a new one, and over
     the telemetry-only file that earlier versions wrote; a user's own config is left alone."""
     import subprocess
-    from pathlib import Path
 
     import yaml
 
     from jamfold.instance import DAGSTER_YAML, OLD_DAGSTER_YAML, write_instance_config
 
     assert yaml.safe_load(DAGSTER_YAML)["compute_logs"]["class"] == "NoOpComputeLogManager"
-    lines = (Path(__file__).resolve().parent.parent / "lab").read_text().splitlines()
+    lines = LAB.read_text().splitlines()
     start = next(i for i, x in enumerate(lines) if x.startswith("if ") and "dagster.yaml" in x)
     block = "\n".join(lines[start:lines.index("fi", start) + 1])
     for before, after in ((None, DAGSTER_YAML), (OLD_DAGSTER_YAML, DAGSTER_YAML), ("mine: 1\n", "mine: 1\n")):
@@ -1138,19 +1138,23 @@ def test_ctrl_c_while_dagster_closes_a_connection_prints_no_traceback(capsys, mo
     assert "Exception closing connection" in err and "disk I/O error" in err and "Traceback" in err
 
 
+def _lab_bench(*args: str, **env: str):
+    """`./lab bench ARGS…` run as a user runs it (with ``env`` added to the environment)."""
+    import subprocess
+
+    return subprocess.run([str(LAB), "bench", *args], capture_output=True, text=True, env={**os.environ, **env})
+
+
 def test_lab_bench_help_lists_every_benchmark():
     """`./lab bench --help` lists the benchmarks the script dispatches (it used to answer 'unknown
     benchmark'), and an unknown name still exits 2."""
     import re
-    import subprocess
-    from pathlib import Path
 
-    lab = Path(__file__).resolve().parent.parent / "lab"
-    arms = re.findall(r"^ {13}(\w+)\)\s", lab.read_text(), re.M)  # the bench case's arms
+    arms = re.findall(r"^ {13}(\w+)\)\s", LAB.read_text(), re.M)  # the bench case's arms
     assert set(arms) >= {"rollout", "models", "solver", "simulation", "layer", "all"}
-    out = subprocess.run([str(lab), "bench", "--help"], capture_output=True, text=True, check=True).stdout
-    assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == arms
-    bad = subprocess.run([str(lab), "bench", "nope"], capture_output=True, text=True)
+    out = _lab_bench("--help")
+    assert out.returncode == 0 and [line.split()[0] for line in out.stdout.splitlines() if line.startswith("  ")] == arms
+    bad = _lab_bench("nope")
     assert bad.returncode == 2 and "unknown benchmark 'nope'" in bad.stderr
     # each name runs its benchmark as a program (here refusing a bad argument, before any work)
     refusals = {"rollout": (["nope"], "usage: ./lab bench rollout {evaluator|pairs|"),
@@ -1159,7 +1163,7 @@ def test_lab_bench_help_lists_every_benchmark():
                 "simulation": (["--tournaments", "0"], "--tournaments must be at least 1"),
                 "layer": (["--players", "7"], "--players must be 2 to 5")}
     for name, (argv, needle) in refusals.items():
-        bad = subprocess.run([str(lab), "bench", name, *argv], capture_output=True, text=True)
+        bad = _lab_bench(name, *argv)
         assert bad.returncode == 2 and needle in bad.stderr, (name, bad.stderr)
 
 
@@ -1167,20 +1171,13 @@ def test_lab_bench_refuses_a_bad_numba_num_threads_before_numba_starts():
     """Every benchmark imports numba first, which fails with a traceback at NUMBA_NUM_THREADS=0, and
     the layer benchmark read an unreadable value with int(): `./lab bench` checks the variable
     before it runs any of them (exit 2, naming it and the rule); its help needs no check."""
-    import os
-    import subprocess
-    from pathlib import Path
-
-    lab = Path(__file__).resolve().parent.parent / "lab"
     rule = "./lab bench: error: NUMBA_NUM_THREADS: must be a whole number of threads from 1 to 4096"
     for name, value in [("rollout", "0"), ("models", "0"), ("solver", "0"), ("simulation", "0"), ("layer", "0"),
                         ("all", "0"), ("layer", "abc"), ("solver", "99999")]:
-        bad = subprocess.run([str(lab), "bench", name], capture_output=True, text=True,
-                             env={**os.environ, "NUMBA_NUM_THREADS": value})
+        bad = _lab_bench(name, NUMBA_NUM_THREADS=value)
         assert bad.returncode == 2 and rule in bad.stderr and f"(got '{value}')" in bad.stderr, (name, bad.stderr)
         assert "Traceback" not in bad.stderr and not bad.stdout
-    help_ = subprocess.run([str(lab), "bench", "--help"], capture_output=True, text=True,
-                           env={**os.environ, "NUMBA_NUM_THREADS": "0"})
+    help_ = _lab_bench("--help", NUMBA_NUM_THREADS="0")
     assert help_.returncode == 0 and "layer " in help_.stdout
 
 
@@ -1190,30 +1187,28 @@ def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):
     warehouse written there)."""
     import os
     import subprocess
-    from pathlib import Path
 
-    lab = Path(__file__).resolve().parent.parent / "lab"
     (tmp_path / "seven.toml").write_text("players = 7\nunits = 20\npayouts = [50, 30, 20]\n")
     env = {k: v for k, v in os.environ.items() if k != "JAMFOLD_WAREHOUSE"}
-    bad = subprocess.run([str(lab), "jamfold", "state", "--config", "seven.toml", "--stacks", "4", "4", "4"],
+    bad = subprocess.run([str(LAB), "jamfold", "state", "--config", "seven.toml", "--stacks", "4", "4", "4"],
                          cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "players: must be a whole number from 2 to 5" in bad.stderr, bad.stderr
     for how in (["--warehouse", "mine.duckdb"], []):
-        missing = subprocess.run([str(lab), "jamfold", "sql", "SELECT 1", *how], cwd=tmp_path, capture_output=True,
+        missing = subprocess.run([str(LAB), "jamfold", "sql", "SELECT 1", *how], cwd=tmp_path, capture_output=True,
                                  text=True, env={**env, "JAMFOLD_WAREHOUSE": "mine.duckdb"})
         assert missing.returncode == 2 and f"no file at {tmp_path / 'mine.duckdb'}" in missing.stderr, missing.stderr
-    assert not (lab.parent / "mine.duckdb").exists()
-    blank = subprocess.run([str(lab), "jamfold", "sql", "SELECT 1"], cwd=tmp_path, capture_output=True, text=True,
+    assert not (LAB.parent / "mine.duckdb").exists()
+    blank = subprocess.run([str(LAB), "jamfold", "sql", "SELECT 1"], cwd=tmp_path, capture_output=True, text=True,
                            env={**env, "JAMFOLD_WAREHOUSE": "  "})  # (blank: unset, the checkout's warehouse)
     assert str(tmp_path) not in blank.stderr
-    assert blank.returncode == 0 or f"no file at {lab.parent / 'warehouse' / 'lab.duckdb'}" in blank.stderr
+    assert blank.returncode == 0 or f"no file at {LAB.parent / 'warehouse' / 'lab.duckdb'}" in blank.stderr
     # `./lab help` by a relative path from elsewhere, and a benchmark run beside another checkout's engine/
     (tmp_path / "engine").mkdir()
     (tmp_path / "engine" / "__init__.py").write_text('raise SystemExit("the engine of the caller\'s folder")\n')
-    helped = subprocess.run(["bash", os.path.relpath(lab, tmp_path), "help"], cwd=tmp_path, capture_output=True,
+    helped = subprocess.run(["bash", os.path.relpath(LAB, tmp_path), "help"], cwd=tmp_path, capture_output=True,
                             text=True)
     assert helped.returncode == 0 and helped.stdout.startswith("One entry point"), helped.stderr
-    bench = subprocess.run([str(lab), "bench", "simulation", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    bench = subprocess.run([str(LAB), "bench", "simulation", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert bench.returncode == 0 and "usage: ./lab bench simulation" in bench.stdout, bench.stderr
 
 

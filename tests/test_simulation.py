@@ -141,7 +141,6 @@ def test_the_simulation_benchmark_reports_its_rates_from_its_timings(capsys, mon
     over the best wall time, hands per second that times the mean hands, and so on (the timings fixed
     here, the tournaments played for real); its payoffs share out the prize pool, its finishing
     rows are distributions, and the compact profile plays the dense profile's tournaments."""
-
     from engine import bench_simulation
 
     real, played, timings = bench_simulation._timed, [], [(0.5, 0.8), (1.25, 1.0)]  # (s: all threads, then 1)
