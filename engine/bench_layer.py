@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from engine.bench_cli import run_benchmark
 from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
@@ -216,4 +217,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main, "./lab bench layer")

@@ -18,6 +18,7 @@ import time
 import numba
 import numpy as np
 
+from engine.bench_cli import run_benchmark
 from engine.config import MAX_UNITS
 from engine.equity_models import MODELS, finishing_matrices, finishing_matrix
 from engine.states import enumerate_states
@@ -76,4 +77,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_benchmark(main, "./lab bench models")

@@ -21,6 +21,7 @@ import time
 import numpy as np
 from numba import get_num_threads, njit
 
+from engine.bench_cli import run_benchmark
 from engine.evaluator import CARD_BIT, CARD_KEY, category_counts_all, evaluate_many, value_from_keys
 from engine.rollout import (
     N_TRIPLE_ROWS,
@@ -165,4 +166,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_benchmark(main, "./lab bench rollout")

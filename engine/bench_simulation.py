@@ -39,6 +39,7 @@ import time
 import numba
 import numpy as np
 
+from engine.bench_cli import run_benchmark
 from engine.bench_tables import bench_showdown
 from engine.config import MAX_SIMULATION_SEED, MAX_UNITS
 from engine.perf_map import dump_code, write_perf_map
@@ -177,4 +178,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main, "./lab bench simulation")

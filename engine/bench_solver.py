@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from engine import tournament
+from engine.bench_cli import run_benchmark
 from engine.bench_tables import bench_solver_tensors
 from engine.cfr import HandSolver
 from engine.config import MAX_UNITS
@@ -230,4 +231,4 @@ def model_sweep_figures(units: int, payouts: tuple[float, ...], tensors: SolverT
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main, "./lab bench solver")

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from engine.bench_cli import detach_stdout
 from engine.config import EXAMPLE_STACK_RANGE, PRIZE_POOL_RANGE, ConfigError
 from engine.cores import configured_threads, exit_on_bad_threads
 from jamfold.cmd_build import cmd_build, cmd_site
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         _interrupted()
     except BrokenPipeError:  # (output piped into `head` & co., which stopped reading): no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python flushes stdout at exit)
+        detach_stdout()  # (Python flushes stdout at exit)
         raise SystemExit(1) from None
     except Exception as exc:  # friendly one-liners for environment problems
         from warehouse.db import WarehouseBusy, WarehouseUnusable
@@ -259,8 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # (a full disk, or output to /dev/full)
             where = f": {exc.filename}" if exc.filename else " (writing the output?)"
             print(f"jamfold: error: no space left on the device{where}", file=sys.stderr)
-            if sys.stdout is not None:  # (Python flushes stdout at exit: nothing left to fail there)
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            detach_stdout()  # (Python flushes stdout at exit: nothing left to fail there)
             raise SystemExit(1) from None
         raise
 

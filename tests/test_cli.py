@@ -1181,6 +1181,84 @@ def test_lab_bench_refuses_a_bad_numba_num_threads_before_numba_starts():
     assert help_.returncode == 0 and "layer " in help_.stdout
 
 
+def test_a_benchmark_whose_reader_stops_early_ends_without_a_traceback():
+    """`./lab bench models | head -2`: the reader stops before the benchmark's output ends. That
+    ended in a BrokenPipeError traceback; now the benchmark exits 1 and prints nothing more. Here
+    the reader has gone before the first line is written."""
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([str(LAB), "bench", "models", "--units", "8", "--max-players", "3", "--repeat", "1"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+
+
+@pytest.mark.parametrize("name", ["rollout", "models", "solver", "simulation", "layer"])
+def test_every_benchmark_runs_under_the_benchmark_exit_rules(name, monkeypatch):
+    """Each benchmark, run as a program, goes through :func:`engine.bench_cli.run_benchmark` (the
+    line-buffered output, the quiet Ctrl-C and the quiet broken pipe), under its own name."""
+    import runpy
+
+    from engine import bench_cli
+
+    calls = []
+    monkeypatch.setattr(bench_cli, "run_benchmark", lambda main, prog: calls.append((main.__name__, prog)))
+    runpy.run_path(str(LAB.parent / "engine" / f"bench_{name}.py"), run_name="__main__")  # (as `python -m` runs it)
+    assert calls == [("main", f"./lab bench {name}")]
+
+
+def test_run_benchmark_exits_with_the_status_and_quietly_when_stopped(monkeypatch, capsys):
+    """The status a benchmark returns is its exit status; Ctrl-C gives 130 and one line naming the
+    benchmark; a reader gone early gives 1, with standard output detached (nothing more is written)."""
+    from engine import bench_cli
+
+    def exit_status(main):
+        with pytest.raises(SystemExit) as stop:
+            bench_cli.run_benchmark(main, "./lab bench x")
+        return stop.value.code
+
+    assert exit_status(lambda: None) == 0 and exit_status(lambda: 2) == 2
+    assert capsys.readouterr().err == ""
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    assert exit_status(interrupted) == 130 and capsys.readouterr().err == "./lab bench x: interrupted\n"
+    detached = []
+    monkeypatch.setattr(bench_cli, "detach_stdout", lambda: detached.append(True))
+
+    def reader_gone():
+        raise BrokenPipeError
+
+    assert exit_status(reader_gone) == 1 and detached == [True] and capsys.readouterr().err == ""
+
+
+def test_a_benchmark_shows_each_line_at_once_and_ends_quietly_on_ctrl_c():
+    """A benchmark piped into another program (`| tee bench.log`) held its lines back until it
+    ended, and Ctrl-C gave a traceback: each line now comes when printed, and SIGINT gives exit
+    status 130 and one line saying so. (The models benchmark, at 300 repeats, runs for a minute
+    after its first line.)"""
+    import signal
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (as most shells have it)
+    proc = subprocess.Popen([str(LAB), "bench", "models", "--repeat", "300"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("warm-up (numba compile/cache load):"), first
+        assert proc.poll() is None, "the benchmark had ended: its output came only at its end"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err == "./lab bench models: interrupted\n", err
+
+
 def test_lab_reads_relative_paths_from_the_callers_folder(tmp_path):
     """`./lab` works in its own folder, but a relative --config, --warehouse or JAMFOLD_WAREHOUSE is the
     caller's: from another folder they were looked up in the checkout ('file not found', or a new
