@@ -281,6 +281,28 @@ def test_a_packed_game_is_read_back_by_the_next_run_of_the_same_engine_only(game
     blocked.write_text("not a folder")
     played, how = load_or_pack_game(blocked / "packed", UNITS, PLAYERS, PAYOUTS)
     assert "(not saved for the next run: " in how and played.units == UNITS
+    # a folder whose parents do not exist yet (a fresh JAMFOLD_CACHE): made with them, the pack saved
+    _, how = load_or_pack_game(tmp_path / "fresh" / "cache", UNITS, PLAYERS, PAYOUTS)
+    (saved,) = (tmp_path / "fresh" / "cache").iterdir()
+    assert how.endswith(f" s, saved to {saved}")
+
+
+@pytest.mark.parametrize("field", ["state_node", "state_out"])
+def test_a_game_too_large_for_the_outcome_records_is_refused(game, field):
+    """The kernel's outcome records hold a state's first profile row and first outcome in 4 bytes:
+    a game whose rows or outcomes reach 2³² is refused, not written with its indices cut short
+    (2³² − 1 fits)."""
+    import dataclasses
+
+    def with_last(value):
+        column = getattr(game, field).copy()
+        column[-1] = value
+        return dataclasses.replace(game, **{field: column})
+
+    with pytest.raises(ValueError, match="too many profile rows or outcomes for the 4-byte fields"):
+        with_last(2**32).kernel_records
+    fits = with_last(2**32 - 1)  # (the largest that fits: its state record carries it whole)
+    assert fits.kernel_records[0][-1, 2:].tolist() == [fits.state_node[-1], fits.state_out[-1]]
 
 
 def test_pack_profile_checks_shapes(game, solved):
