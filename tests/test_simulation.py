@@ -585,6 +585,8 @@ def test_hero_profile_is_tracked_through_seat_changes(game, solved, eq, sampler,
                                on_result=lambda h, r: reported.append((h, r)))
     # each hero's result reported as it finishes, in order
     assert [h for h, _ in reported] == [0, 1, 2] and all(r is results[h] for h, r in reported)
+    # each hero its own stream, seeded as documented (one shared stream would correlate them)
+    assert [r.seed for r in results] == [5 * 1_000_003 + h for h in range(3)]
     g = state_index(START)
     for h, res in enumerate(results):
         assert res.seat_profile == tuple(int(i == h) for i in range(3))
