@@ -1246,8 +1246,16 @@ def test_a_benchmark_shows_each_line_at_once_and_ends_quietly_on_ctrl_c():
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (as most shells have it)
-    proc = subprocess.Popen([str(LAB), "bench", "models", "--repeat", "300"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    # The benchmark starts with SIGINT's default action, as from a terminal. Tests run in the
+    # background (`./lab test &`, nohup) ignore SIGINT, a child inherits that, and Python then
+    # installs no KeyboardInterrupt handler: the benchmark ran to its end with status 0. A handler
+    # here is reset to the default in the child at its exec.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([str(LAB), "bench", "models", "--repeat", "300"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         first = proc.stdout.readline()
         assert first.startswith("warm-up (numba compile/cache load):"), first
