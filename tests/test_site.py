@@ -185,8 +185,10 @@ def _chart_rows(page: str, chart_id: str) -> list[dict]:
 def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     """The by-stack deviation charts, the ex post bars and the model ranges' jam shares carry the
     numbers of the tables they are drawn from, recomputed here from the raw rows: the mean signed
-    and absolute deviations by stack, the mean and largest nemesis gain per layer, and the share of
-    the 1,326 hands each first-in node jams."""
+    and absolute deviations by stack, the mean and largest nemesis gain per layer, the share of
+    the 1,326 hands each decision node of the start state jams, and the grids' jam probabilities:
+    the first-in nodes' and, one node at a time, those facing a jam (the page showed first-in
+    nodes only)."""
     import duckdb
 
     from engine.cards import CLASS_COMBO_COUNT
@@ -197,7 +199,8 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
                              "WHERE game = 'tiny'").df()
         gains = con.execute("SELECT profile, players, gain FROM nemesis_values WHERE game = 'tiny'").df()
         jams = con.execute("""
-            SELECT j.model, e.actor_name, j.class_id, j.jam_probability
+            SELECT j.model, j.node, e.actor_name, e.jammed_before, j.class_id, h.grid_row, h.grid_col,
+                   j.jam_probability
             FROM (SELECT 'equilibrium' AS model, players, state_id, node, class_id, jam_probability
                   FROM equilibrium_jam WHERE game = 'tiny'
                   UNION ALL SELECT model, players, state_id, node, class_id, jam_probability
@@ -206,7 +209,7 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
             JOIN games g ON g.game = 'tiny' AND s.stacks = g.start::SMALLINT[]
             JOIN equilibrium_nodes e ON e.game = 'tiny' AND e.players = j.players AND e.state_id = j.state_id
                                     AND e.node = j.node
-            WHERE len(e.jammed_before) = 0""").df()
+            JOIN hand_classes h ON h.class_id = j.class_id""").df()
     models_page = (docs / "models.md").read_text()
     grouped = values.groupby(["model", "players", "stack"])["d"]
     signed, absolute = grouped.mean(), grouped.apply(lambda d: d.abs().mean())
@@ -223,15 +226,29 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     for r in bars:
         assert r["gain"] == pytest.approx(truth[r["statistic"]][(r["series"], r["players"])], rel=1e-9, abs=1e-12)
     jams["combos"] = CLASS_COMBO_COUNT[jams["class_id"].to_numpy()]
-    share = (jams.assign(w=jams["combos"] * jams["jam_probability"]).groupby(["model", "actor_name"])["w"].sum()
+    jams["node_name"] = [actor + (" first in" if len(before) == 0 else f" after {' + '.join(before)} jam")
+                         for actor, before in zip(jams["actor_name"], jams["jammed_before"])]
+    share = (jams.assign(w=jams["combos"] * jams["jam_probability"]).groupby(["model", "node_name"])["w"].sum()
              * 100 / 1326)
-    table = (docs / "model-ranges.md").read_text().split("| model |")[1].split("\n\n")[0].splitlines()
-    nodes = [c.strip().removesuffix(" first in") for c in table[0].strip(" |").split("|")]
+    ranges_page = (docs / "model-ranges.md").read_text()
+    table = ranges_page.split("| decision node |")[1].split("\n\n")[0].splitlines()
+    models = [c.strip() for c in table[0].strip(" |").split("|")]
     cells = [[c.strip() for c in line.strip("| ").split("|")] for line in table[2:]]
-    assert len(cells) == jams["model"].nunique() and len(nodes) == jams["actor_name"].nunique() == 2
-    for model, *shown in cells:
-        for node, cell in zip(nodes, shown):
+    in_order = jams.drop_duplicates("node").sort_values("node")["node_name"].tolist()
+    assert in_order == ["BU first in", "SB first in", "SB after BU jam"]  # the start state 2-2-2's every node
+    assert [node for node, *_ in cells] == in_order and sorted(models) == sorted(jams["model"].unique())
+    for node, *shown in cells:
+        for model, cell in zip(models, shown):
             assert float(cell) == pytest.approx(share[(model, node)], abs=0.005 + 1e-9)
+    truth = jams.set_index(["model", "node_name", "grid_row", "grid_col"])["jam_probability"]
+    first_in = _chart_rows(ranges_page, "model-ranges")
+    facing = _chart_rows(ranges_page, "model-ranges-facing")  # one node at a time, a drop-down picks it
+    assert len(first_in) == 2 * 169 * len(models) and len(facing) == 169 * len(models)
+    for r in first_in:
+        model, node = r["panel"].split(" · ")
+        assert r["jam_probability"] == truth[(model, node, r["grid_row"], r["grid_col"])]
+    for r in facing:
+        assert r["jam_probability"] == truth[(r["panel"], r["node"], r["grid_row"], r["grid_col"])]
 
 
 def _md_tables(section: str) -> dict[int, list[list[float]]]:
@@ -691,7 +708,7 @@ def _rendered_dom(url: str, *flags: str) -> str:
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
                                           ("push-fold.html", 3), ("solve-quality.html", 3), ("models.html", 3),
-                                          ("model-ranges.html", 1), ("ex-post.html", 1), ("simulation.html", 1)])
+                                          ("model-ranges.html", 2), ("ex-post.html", 1), ("simulation.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
@@ -703,6 +720,20 @@ def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     # vega-embed drew real SVG marks (rects of the heat map, lines/bars of the model charts)
     assert dom.count('class="mark-') >= charts
     assert "Chart failed to render" not in dom
+
+
+@pytest.mark.browser
+def test_the_model_ranges_drop_down_lists_the_nodes_facing_a_jam(tiny_build):
+    """The calling ranges are drawn one decision node at a time: vega-embed draws a drop-down of
+    the start state's nodes facing a jam (the tiny game's 2-2-2 has one), the first chosen."""
+    if not _chromium():
+        pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
+    dom = _probed_page(tiny_build["site"], "model-ranges.html")["dom"]
+    chart = dom.split('id="chart-model-ranges-facing"')[1].split('<div class="vchart')[0]
+    assert re.search(r'<span class="vega-bind-name">decision node\s*</span>', chart), chart[:3000]
+    select = re.search(r'<select name="node"[^>]*>(.*?)</select>', chart, re.S).group(1)
+    assert re.findall(r'<option value="([^"]*)"', select) == ["SB after BU jam"]
+    assert chart.count('class="mark-rect') >= 1
 
 
 _PAGE_PROBE = """<script>setTimeout(function () {

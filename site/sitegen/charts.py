@@ -152,11 +152,12 @@ def example_finishing_bars(df: pd.DataFrame, models: list[str]) -> alt.Chart:
     )
 
 
-def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart:
+def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title: str = "node") -> alt.FacetChart:
     """13×13 jam-probability grids, one panel per decision node, ``columns`` in a row: 190 px
     square, smaller where that many would not fit ``GRID_ROW_WIDTH``.
 
-    ``df`` columns: panel (node description), grid_row, grid_col, label, jam_probability.
+    ``df`` columns: panel (node description; the tooltip names it ``panel_title``), order (the
+    panels' order), grid_row, grid_col, label, jam_probability.
     """
     ranks = list("AKQJT98765432")
     base = alt.Chart(df).encode(
@@ -167,7 +168,7 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
     ).transform_calculate(col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
     rect = base.mark_rect().encode(
         color=alt.Color("jam_probability:Q", title="P(jam)", scale=alt.Scale(scheme="greens", domain=[0, 1])),
-        tooltip=[alt.Tooltip("panel:N", title="node"), alt.Tooltip("label:N", title="hand"),
+        tooltip=[alt.Tooltip("panel:N", title=panel_title), alt.Tooltip("label:N", title="hand"),
                  alt.Tooltip("jam_probability:Q", title="P(jam)", format=".3f")])
     # labels white on the dark cells (black on dark green was unreadable)
     text = base.mark_text(fontSize=6).encode(
@@ -175,6 +176,20 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3) -> alt.Chart
     size = min(190, GRID_ROW_WIDTH // columns)
     return wrapped_facet((rect + text).properties(width=size, height=size),
                          alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
+
+
+def push_fold_grids_by_node(df: pd.DataFrame, title: str, nodes: list[str], columns: int = 3) -> alt.FacetChart:
+    """The grids of :func:`push_fold_grids`, one panel per model, for one decision node at a time:
+    a drop-down under the chart picks the node (``nodes``, the first shown first). A state has up
+    to dozens of nodes and a game up to 14 profiles: every grid at once would be hundreds.
+
+    ``df`` columns: node (one of ``nodes``), panel (the profile), order, grid_row, grid_col, label,
+    jam_probability.
+    """
+    node = alt.param(name="node", value=nodes[0],
+                     bind=alt.binding_select(options=nodes, name="decision node "))
+    return (push_fold_grids(df, title, columns, panel_title="profile")
+            .add_params(node).transform_filter(alt.datum.node == node))
 
 
 def value_by_stack(df: pd.DataFrame, title: str, legend: str = "model") -> alt.Chart:

@@ -40,6 +40,13 @@ def site_table(df: pd.DataFrame, digits: int = 6, decimals: int | None = None) -
     return frame_markdown(df.rename(columns=lambda c: breakable(str(c))), digits=digits, decimals=decimals)
 
 
+def node_name_sql(alias: str) -> str:
+    """SQL naming a decision node from its table's ``actor_name`` and ``jammed_before`` (alias
+    ``alias``) as the push/fold charts do: "BU first in", "BB after BU + SB jam"."""
+    return (f"{alias}.actor_name || CASE WHEN len({alias}.jammed_before) = 0 THEN ' first in' "
+            f"ELSE ' after ' || array_to_string({alias}.jammed_before, ' + ') || ' jam' END")
+
+
 def query_block(sql: str) -> str:
     return "\n```sql\n" + sql.strip() + "\n```\n"
 
@@ -164,8 +171,8 @@ FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
                          if solved else "")
     model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "
                    "statistics, by stack size, FGS depth.\n" if is_compared(con, game) else "")
-    model_links += ("- [Model ranges](model-ranges.md) — the models' jamming ranges at the start state next to the "
-                    "equilibrium's.\n"
+    model_links += ("- [Model ranges](model-ranges.md) — the models' jamming and calling ranges at every decision "
+                    "node of the start state next to the equilibrium's.\n"
                     "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
                     if is_modelled(con, game) else "")
     model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments from the start state: the equilibrium "

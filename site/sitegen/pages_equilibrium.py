@@ -7,7 +7,8 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, is_modelled, log10_histogram, query_block, site_table, zero_rows
+from sitegen.pages import (game_info, is_modelled, log10_histogram, node_name_sql, query_block, site_table,
+                           zero_rows)
 
 
 def _solved_layers(con: duckdb.DuckDBPyConnection, game: str) -> list[int]:
@@ -107,9 +108,7 @@ WHERE v.game = '{game}' AND s.stacks = [{', '.join(map(str, cfg['start']))}] GRO
 
 def _state_grids(con: duckdb.DuckDBPyConnection, game: str, stacks: list[int]) -> pd.DataFrame:
     return con.execute(
-        """SELECT j.node AS "order", j.actor_name || CASE WHEN len(j.jammed_before) = 0 THEN ' first in'
-                      ELSE ' after ' || array_to_string(j.jammed_before, ' + ') || ' jam' END AS panel,
-                  h.grid_row, h.grid_col, h.label, j.jam_probability
+        f"""SELECT j.node AS "order", {node_name_sql('j')} AS panel, h.grid_row, h.grid_col, h.label, j.jam_probability
            FROM equilibrium_jam j JOIN states s USING (game, players, state_id) JOIN hand_classes h USING (class_id, label)
            WHERE j.game = ? AND s.stacks = ?""", [game, stacks]).df()
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from sitegen import charts
 from sitegen.embed import chart_html
-from sitegen.pages import game_info, query_block, site_table
+from sitegen.pages import game_info, node_name_sql, query_block, site_table
 
 
 def model_order(models: list[str]) -> list[str]:
@@ -248,12 +248,11 @@ profiles AS (
   UNION ALL
   SELECT m.model, m.players, m.state_id, m.node, m.class_id, m.jam_probability
   FROM model_jam m JOIN s USING (players, state_id) WHERE m.game = '{game}')
-SELECT b.model, b.node, e.actor_name || ' first in' AS node_name, h.grid_row, h.grid_col, h.label,
+SELECT b.model, b.node, {node_name_sql('e')} AS node_name, h.grid_row, h.grid_col, h.label,
        h.combos, b.jam_probability
 FROM profiles b JOIN equilibrium_nodes e ON e.game = '{game}' AND e.players = b.players
                                         AND e.state_id = b.state_id AND e.node = b.node
-JOIN hand_classes h ON h.class_id = b.class_id
-WHERE len(e.jammed_before) = 0"""
+JOIN hand_classes h ON h.class_id = b.class_id"""
     share_sql = f"""SELECT model, node, node_name, 100 * sum(combos * jam_probability) / 1326 AS jam_pct
 FROM ({grids_sql})
 GROUP BY model, node, node_name"""
@@ -261,28 +260,48 @@ GROUP BY model, node, node_name"""
     if grids.empty or set(grids["model"]) == {"equilibrium"}:
         return "# Model ranges\n\nNo model strategies yet (assets `model_strategies`, `fgs_strategies`).\n"
     models = ["equilibrium", *model_order([m for m in grids["model"].unique() if m != "equilibrium"])]
+    rank = {m: i for i, m in enumerate(models)}
     share = con.execute(share_sql).df()
-    table = share.pivot_table(index="model", columns="node_name", values="jam_pct")
-    table = table.loc[[m for m in models if m in table.index]]
-    nodes = share.drop_duplicates("node").sort_values("node")["node_name"].tolist()
-    table = table[nodes].reset_index()
-    panels = grids.assign(panel=lambda d: d["model"] + " · " + d["node_name"],
-                          order=lambda d: d["model"].map({m: i for i, m in enumerate(models)}) * 100 + d["node"])
+    nodes = share.drop_duplicates("node").sort_values("node")
+    table = share.pivot_table(index="node_name", columns="model", values="jam_pct")
+    table = table.loc[nodes["node_name"], [m for m in models if m in table.columns]].reset_index()
+    table = table.rename(columns={"node_name": "decision node"}).rename_axis(columns=None)
+    first_in = [n for n in nodes["node_name"] if n.endswith(" first in")]
+    facing = [n for n in nodes["node_name"] if not n.endswith(" first in")]
+    panels = grids[grids["node_name"].isin(first_in)].assign(
+        panel=lambda d: d["model"] + " · " + d["node_name"],
+        order=lambda d: d["model"].map(rank) * 100 + d["node"])
+    facing_chart = ""
+    if facing:
+        by_model = grids[grids["node_name"].isin(facing)].assign(
+            panel=lambda d: d["model"], node=lambda d: d["node_name"], order=lambda d: d["model"].map(rank))
+        facing_chart = f"""
+## Facing a jam
+
+The calling ranges of the {len(facing)} nodes where someone has jammed before: pick the node under
+the chart; the equilibrium comes first, then each model.
+
+{chart_html(charts.push_fold_grids_by_node(by_model, "jam (call) probability at the chosen node", facing,
+                                           columns=min(3, len(models))), "model-ranges-facing")}
+"""
     return f"""# Model ranges
 
-First-in jamming ranges at the start state ({', '.join(map(str, start))}) of game `{game}`: the
+Jamming ranges at the start state ({', '.join(map(str, start))}) of game `{game}`: the
 equilibrium's and each model's (the model's strategy is the hand solved with successors valued
-by the model). The table gives the share of all 1,326 hands jammed, in %; the grids below show
-every model's ranges, a row of first-in nodes per model under the equilibrium's.
+by the model). The table gives the share of all 1,326 hands jammed at every decision node, in %;
+the grids below show every model's first-in ranges, a row of first-in nodes per model under the
+equilibrium's, and then, one node at a time, the ranges that call a jam.
 
 {site_table(table, decimals=2)}
 
-{chart_html(charts.push_fold_grids(panels, "jam probability: the equilibrium, then each model", columns=len(nodes)),
-            "model-ranges")}
+## First in
 
+{chart_html(charts.push_fold_grids(panels, "jam probability: the equilibrium, then each model",
+                                   columns=len(first_in)), "model-ranges")}
+{facing_chart}
 ## Query it
 
-The first-in nodes' jam probabilities of every model (the charts), the share of hands each jams
+The jam probabilities of every node and model (the charts), the share of hands each jams
 (the table), and the hands where a model's play differs most from the equilibrium's:
 
 {query_block(grids_sql)}
