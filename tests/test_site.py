@@ -174,12 +174,16 @@ def test_equilibrium_payoff_chart_draws_the_proportional_share_of_the_open_prize
         assert r["value"] == pytest.approx(r["stack"] / 6 * {2: 80.0, 3: 100.0}[r["players"]], rel=1e-12)
 
 
-def _chart_rows(page: str, chart_id: str) -> list[dict]:
-    """The inline data rows of a page's chart (its Vega-Lite spec)."""
+def _chart_spec(page: str, chart_id: str) -> dict:
+    """A page's chart: its Vega-Lite spec."""
     import json
 
-    spec = json.loads(re.search(rf'data-target="chart-{chart_id}">(.*?)</script>', page).group(1))
-    return next(iter(spec["datasets"].values()))
+    return json.loads(re.search(rf'data-target="chart-{chart_id}">(.*?)</script>', page).group(1))
+
+
+def _chart_rows(page: str, chart_id: str) -> list[dict]:
+    """The inline data rows of a page's chart (its Vega-Lite spec)."""
+    return next(iter(_chart_spec(page, chart_id)["datasets"].values()))
 
 
 def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
@@ -249,6 +253,33 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
         assert r["jam_probability"] == truth[(model, node, r["grid_row"], r["grid_col"])]
     for r in facing:
         assert r["jam_probability"] == truth[(r["panel"], r["node"], r["grid_row"], r["grid_col"])]
+    # the equilibrium's grids come first, then each model's in the table's order; first-in nodes in order
+    assert models[0] == "equilibrium"
+    assert [p for _, p in sorted({(r["order"], r["panel"]) for r in first_in})] == [
+        f"{m} · {n}" for m in models for n in in_order if n.endswith(" first in")]
+    assert [p for _, p in sorted({(r["order"], r["panel"]) for r in facing})] == models
+    # the drop-down offers the nodes facing a jam in the table's order, the first shown first; the
+    # tooltip names a panel by its profile
+    facing_nodes = [n for n in in_order if not n.endswith(" first in")]
+    spec = _chart_spec(ranges_page, "model-ranges-facing")
+    (param,) = spec["params"]
+    assert param["bind"]["options"] == facing_nodes and param["value"] == facing_nodes[0]
+    assert {"title": "profile", "field": "panel", "type": "nominal"} in spec["spec"]["layer"][0]["encoding"]["tooltip"]
+    assert "The calling ranges of the node where someone has jammed before" in ranges_page  # one here
+
+
+def test_a_decision_node_is_named_by_its_actor_and_the_jams_before_it():
+    """The push/fold charts and the model ranges name a node in SQL: "BU first in", "SB after CO
+    jam", and with two jams before it "BB after BU + SB jam"."""
+    import duckdb
+
+    from sitegen.pages import node_name_sql
+
+    rows = [("BU", []), ("SB", ["CO"]), ("BB", ["BU", "SB"]), ("BB", ["HJ", "CO", "BU"])]
+    with duckdb.connect() as con:
+        names = [con.execute(f"SELECT {node_name_sql('e')} FROM (SELECT ? AS actor_name, ?::VARCHAR[] AS "
+                             "jammed_before) e", [actor, before]).fetchone()[0] for actor, before in rows]
+    assert names == ["BU first in", "SB after CO jam", "BB after BU + SB jam", "BB after HJ + CO + BU jam"]
 
 
 def _md_tables(section: str) -> dict[int, list[list[float]]]:
@@ -725,7 +756,8 @@ def test_charts_render_in_headless_chromium(tiny_build, page, charts):
 @pytest.mark.browser
 def test_the_model_ranges_drop_down_lists_the_nodes_facing_a_jam(tiny_build):
     """The calling ranges are drawn one decision node at a time: vega-embed draws a drop-down of
-    the start state's nodes facing a jam (the tiny game's 2-2-2 has one), the first chosen."""
+    the start state's nodes facing a jam (the tiny game's 2-2-2 has one), the first chosen, and
+    draws the grids of the chosen node only."""
     if not _chromium():
         pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
     dom = _probed_page(tiny_build["site"], "model-ranges.html")["dom"]
@@ -733,7 +765,12 @@ def test_the_model_ranges_drop_down_lists_the_nodes_facing_a_jam(tiny_build):
     assert re.search(r'<span class="vega-bind-name">decision node\s*</span>', chart), chart[:3000]
     select = re.search(r'<select name="node"[^>]*>(.*?)</select>', chart, re.S).group(1)
     assert re.findall(r'<option value="([^"]*)"', select) == ["SB after BU jam"]
-    assert chart.count('class="mark-rect') >= 1
+    # one 13×13 grid per profile (the equilibrium and each model), drawn for the chosen node only
+    page = (tiny_build["site"].parent / "docs" / "model-ranges.md").read_text()
+    profiles = len({r["panel"] for r in _chart_rows(page, "model-ranges-facing")})
+    cells = sum(group.count("<path") for group in re.findall(r'<g class="mark-rect role-mark[^"]*"[^>]*>(.*?)</g>',
+                                                                chart, re.S))
+    assert cells == 169 * profiles, cells
 
 
 _PAGE_PROBE = """<script>setTimeout(function () {
@@ -1328,3 +1365,20 @@ def test_printed_queries_list_models_in_the_pages_order():
     con = duckdb.connect()
     sql = f"SELECT model FROM (SELECT unnest({names!r}) AS model) ORDER BY {report_order()}"
     assert [m for (m,) in con.execute(sql).fetchall()] == ["equilibrium", *model_order(names[:3] + names[4:])]
+
+
+def test_the_grids_by_node_offer_every_node_and_open_on_the_first():
+    """``push_fold_grids_by_node`` draws one node at a time: its drop-down lists the nodes in the
+    order given and opens on the first (a game's start state has up to dozens of nodes)."""
+    import pandas as pd
+
+    from sitegen.charts import push_fold_grids_by_node
+
+    nodes = ["CO after HJ jam", "BU after HJ jam", "SB after HJ + CO jam"]
+    df = pd.DataFrame([{"node": n, "panel": p, "order": k, "grid_row": r, "grid_col": c, "label": f"{r}{c}",
+                        "jam_probability": 0.5} for n in nodes for k, p in enumerate(["equilibrium", "harville"])
+                       for r in range(13) for c in range(13)])
+    spec = push_fold_grids_by_node(df, "calls", nodes).to_dict()
+    (param,) = spec["params"]
+    assert param["bind"]["options"] == nodes and param["value"] == nodes[0]
+    assert spec["transform"] == [{"filter": "(datum.node === node)"}]

@@ -275,11 +275,12 @@ GROUP BY model, node, node_name"""
     if facing:
         by_model = grids[grids["node_name"].isin(facing)].assign(
             panel=lambda d: d["model"], node=lambda d: d["node_name"], order=lambda d: d["model"].map(rank))
+        which = "the node" if len(facing) == 1 else f"the {len(facing)} nodes"
         facing_chart = f"""
 ## Facing a jam
 
-The calling ranges of the {len(facing)} nodes where someone has jammed before: pick the node under
-the chart; the equilibrium comes first, then each model.
+The calling ranges of {which} where someone has jammed before: pick the node under the chart;
+the equilibrium comes first, then each model.
 
 {chart_html(charts.push_fold_grids_by_node(by_model, "jam (call) probability at the chosen node", facing,
                                            columns=min(3, len(models))), "model-ranges-facing")}
