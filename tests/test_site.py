@@ -248,6 +248,10 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     first_in = _chart_rows(ranges_page, "model-ranges")
     facing = _chart_rows(ranges_page, "model-ranges-facing")  # one node at a time, a drop-down picks it
     assert len(first_in) == 2 * 169 * len(models) and len(facing) == 169 * len(models)
+    # the page inlines every row, so they carry only what the charts draw (and the drop-down filters)
+    drawn = {"panel", "order", "grid_row", "grid_col", "label", "jam_probability"}
+    assert {tuple(sorted(r)) for r in first_in} == {tuple(sorted(drawn))}
+    assert {tuple(sorted(r)) for r in facing} == {tuple(sorted(drawn | {"node"}))}
     for r in first_in:
         model, node = r["panel"].split(" · ")
         assert r["jam_probability"] == truth[(model, node, r["grid_row"], r["grid_col"])]

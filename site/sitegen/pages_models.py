@@ -268,13 +268,17 @@ GROUP BY model, node, node_name"""
     table = table.rename(columns={"node_name": "decision node"}).rename_axis(columns=None)
     first_in = [n for n in nodes["node_name"] if n.endswith(" first in")]
     facing = [n for n in nodes["node_name"] if not n.endswith(" first in")]
+    # the charts' rows carry only the columns they draw: the page inlines every row, and a 5-player
+    # start state with FGS-1…10 has about 57,000 of them
+    drawn = ["panel", "order", "grid_row", "grid_col", "label", "jam_probability"]
     panels = grids[grids["node_name"].isin(first_in)].assign(
         panel=lambda d: d["model"] + " · " + d["node_name"],
-        order=lambda d: d["model"].map(rank) * 100 + d["node"])
+        order=lambda d: d["model"].map(rank) * 100 + d["node"])[drawn]
     facing_chart = ""
     if facing:
         by_model = grids[grids["node_name"].isin(facing)].assign(
-            panel=lambda d: d["model"], node=lambda d: d["node_name"], order=lambda d: d["model"].map(rank))
+            panel=lambda d: d["model"], node=lambda d: d["node_name"],
+            order=lambda d: d["model"].map(rank))[["node", *drawn]]
         which = "the node" if len(facing) == 1 else f"the {len(facing)} nodes"
         facing_chart = f"""
 ## Facing a jam
