@@ -211,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_dagster_env() -> None:
     """`./lab dagster`'s check before it starts the UI: the game that JAMFOLD_CONFIG or
-    JAMFOLD_PROFILE names must load, or exit 2 naming the variable, the field and the rule (the UI
-    would otherwise show it only when an asset runs)."""
+    JAMFOLD_PROFILE names must load, and JAMFOLD_SITE_URL be a web address if set, or exit 2 naming
+    the variable, the field and the rule (the UI would otherwise show it only when an asset runs)."""
     from engine.config import game_config
 
     cfg_file = os.environ.get("JAMFOLD_CONFIG", "")
@@ -221,8 +221,13 @@ def check_dagster_env() -> None:
     except ConfigError as exc:
         fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
     from engine.memory import memory_shortfall
+    from sitegen.build import site_url
 
     exit_on_bad_threads("jamfold")
+    try:
+        site_url()
+    except ValueError as exc:
+        fail(str(exc))
     why = memory_shortfall(cfg.players, cfg.units)
     if why is not None:  # the UI still serves the warehouse's tables; its layer assets will refuse the solve
         print(f"jamfold: warning: {why}; the solve assets will refuse to run", file=sys.stderr)

@@ -749,6 +749,71 @@ def test_site_rebuilds_the_pages_from_the_warehouse_as_it_is(capsys, tiny_build,
     assert code == 2 and "JAMFOLD_BUILD_DIR (the site): cannot create the folder" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("value", ["example.org/lab/", "ftp://example.org/lab/", "https://", "https:///lab/",
+                                   "https://example.org/lab/?page=1", "https://example.org/lab/#top"])
+def test_a_bad_site_url_is_refused_before_any_work(capsys, tmp_path, monkeypatch, value):
+    """JAMFOLD_SITE_URL is read by the site, a build's last asset: `build`, `site` and `./lab
+    dagster` refuse a value that is not an http(s) address with a host (mkdocs would fail on some,
+    and write dead links for others) at once, naming the variable and the rule. No warehouse file
+    is made."""
+    from jamfold.cli import check_dagster_env
+
+    monkeypatch.setenv("JAMFOLD_SITE_URL", value)
+    warehouse = tmp_path / "w.duckdb"
+    for command in ("build", "site"):
+        code, _, err = run(capsys, command, "--profile", "quick", "--warehouse", str(warehouse))
+        assert code == 2 and "JAMFOLD_SITE_URL" in err and "must be http:// or https://, a host" in err, err
+        assert "Traceback" not in err
+    assert not warehouse.exists()
+    with pytest.raises(SystemExit) as info:
+        check_dagster_env()
+    assert info.value.code == 2 and "JAMFOLD_SITE_URL" in capsys.readouterr().err
+
+
+def test_the_site_url_is_read_blank_as_none_and_as_a_folder(monkeypatch):
+    from sitegen.build import site_url
+
+    for blank in ("", "  "):
+        monkeypatch.setenv("JAMFOLD_SITE_URL", blank)
+        assert site_url() is None
+    monkeypatch.delenv("JAMFOLD_SITE_URL")
+    assert site_url() is None
+    monkeypatch.setenv("JAMFOLD_SITE_URL", " https://example.org/lab ")
+    assert site_url() == "https://example.org/lab/"
+    monkeypatch.setenv("JAMFOLD_SITE_URL", "http://localhost:8000/")
+    assert site_url() == "http://localhost:8000/"
+
+
+def test_a_site_url_points_the_404_page_the_canonical_links_and_the_sitemap_there(capsys, tiny_build, tmp_path,
+                                                                                  monkeypatch):
+    """Served from a sub-path, the 404 page (shown at any depth, so its links are absolute) needs the
+    site's address: with JAMFOLD_SITE_URL its links go under that path, the sitemap lists the pages
+    and each page names its canonical address; the pages still link one another relatively (the
+    site still works from disk). Without it the 404 page's links start at the server's root."""
+    import re
+
+    monkeypatch.setenv("JAMFOLD_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setenv("JAMFOLD_SITE_URL", "https://example.org/lab")
+    code, _, err = run(capsys, "site", "--config", str(tiny_build["config"]), "--warehouse",
+                       str(tiny_build["warehouse"]))
+    assert code == 0, err
+    site = tmp_path / "build" / "site"
+    links = re.findall(r'href="([^"]+\.html)"', (site / "404.html").read_text())
+    assert "/lab/index.html" in links and "/lab/showdown.html" in links
+    assert all(link.startswith("/lab/") for link in links), links
+    assert "<loc>https://example.org/lab/showdown.html</loc>" in (site / "sitemap.xml").read_text()
+    index = (site / "index.html").read_text()
+    assert '<link rel="canonical" href="https://example.org/lab/index.html">' in index
+    assert 'href="showdown.html"' in index
+    monkeypatch.delenv("JAMFOLD_SITE_URL")
+    code, _, err = run(capsys, "site", "--config", str(tiny_build["config"]), "--warehouse",
+                       str(tiny_build["warehouse"]))
+    assert code == 0, err
+    assert "/index.html" in re.findall(r'href="([^"]+\.html)"', (site / "404.html").read_text())
+    assert "<loc>" not in (site / "sitemap.xml").read_text()
+    assert 'rel="canonical"' not in (site / "index.html").read_text()
+
+
 def test_build_progress_counts_finished_assets_and_keeps_only_their_messages():
     """The build's logger: a bar of the assets done (with the one running), the assets' own
     INFO-and-above messages, none of Dagster's DEBUG framework events."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sitegen import pages, pages_equilibrium, pages_models
 from sitegen.embed import write_assets, write_atomic
@@ -37,6 +39,29 @@ PAGES = {
 }
 
 
+SITE_URL_VARIABLE = "JAMFOLD_SITE_URL"
+
+
+def site_url() -> str | None:
+    """The web address the site will be served from ($JAMFOLD_SITE_URL; blank or unset: none), as
+    mkdocs' ``site_url``. Without one the site works from disk and from a server's root; with one
+    the 404 page's links (which must be absolute: a server shows it at any depth), the canonical
+    links and the sitemap point there, so the site can also be hosted under a sub-path.
+
+    Raises ValueError naming the variable and the rule for anything but an http(s) address with a
+    host, so that a build refuses it before any work rather than in its last asset.
+    """
+    value = os.environ.get(SITE_URL_VARIABLE, "").strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f"{SITE_URL_VARIABLE}: {value!r} is not a web address to serve the site from: it "
+                         "must be http:// or https://, a host, and a path if any, with no query or fragment "
+                         "(e.g. https://example.org/lab/)")
+    return value if value.endswith("/") else value + "/"
+
+
 def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) -> list[Path]:
     """Render every page of ``game`` from the warehouse (read-only) into ``docs_dir``."""
     docs_dir.mkdir(parents=True, exist_ok=True)
@@ -60,13 +85,14 @@ def write_pages(game: str, docs_dir: Path, warehouse: str | Path | None = None) 
 def build_site(game: str, warehouse: str | Path | None = None, out: Path | None = None) -> Path:
     """Pages + mkdocs build; the finished site replaces ``out/site`` only once it is complete."""
     out = out or REPO_ROOT / "build"
+    url = site_url()  # (a bad one fails before the pages are written)
     fresh, final, old = out / "site.new", out / "site", out / "site.old"
     if not final.exists() and old.exists():  # a build killed between its two renames: the last site back
         old.rename(final)
     write_pages(game, out / "docs", warehouse)
     shutil.rmtree(fresh, ignore_errors=True)
     env = {**os.environ, "JAMFOLD_DOCS_DIR": str(out / "docs")}
-    config = _write_config(out, [(title, page) for title, page in NAV if (out / "docs" / page).exists()])
+    config = _write_config(out, [(title, page) for title, page in NAV if (out / "docs" / page).exists()], url)
     try:
         # No -q: mkdocs' quiet mode drops the warnings before --strict counts them (a dead link passed).
         proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
@@ -84,10 +110,12 @@ def build_site(game: str, warehouse: str | Path | None = None, out: Path | None 
     return final
 
 
-def _write_config(out: Path, nav: list[tuple[str, str]]) -> Path:
-    """mkdocs config for this build: the repo's mkdocs.yml plus a nav of the pages that exist."""
+def _write_config(out: Path, nav: list[tuple[str, str]], url: str | None = None) -> Path:
+    """mkdocs config for this build: the repo's mkdocs.yml plus a nav of the pages that exist, and
+    the site's web address if it has one (:func:`site_url`)."""
     path = out / "mkdocs.yml"
-    lines = [f"INHERIT: {REPO_ROOT / 'mkdocs.yml'}", "nav:"] + [f'  - "{t}": {p}' for t, p in nav]
+    lines = [f"INHERIT: {REPO_ROOT / 'mkdocs.yml'}"] + ([f"site_url: {json.dumps(url)}"] if url else [])
+    lines += ["nav:"] + [f'  - "{t}": {p}' for t, p in nav]
     path.write_text("\n".join(lines) + "\n")
     return path
 
