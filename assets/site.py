@@ -17,7 +17,7 @@ from assets.model_analysis import model_strategies
 from assets.model_ex_post import ex_post_models
 from assets.simulation import simulations
 from assets.solve import LAYER_ASSETS
-from sitegen.build import build_site
+from sitegen.build import build_site, site_url
 
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
@@ -30,8 +30,13 @@ def results_site(context: dg.AssetExecutionContext, game: GameResource, warehous
     cfg = game.config()
     t0 = time.perf_counter()
     site = build_site(cfg.name, warehouse.path, build_dir())
-    pages = sorted(p.name for p in site.glob("*.html"))
+    sizes = {p.name: p.stat().st_size for p in site.glob("*.html")}  # (charts inline their rows)
+    pages = sorted(sizes)
+    largest = max(pages, key=sizes.get)
     context.log.info(f"site built in {site}")
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(site / "index.html")), "pages": len(pages),
-        "page_files": ", ".join(pages), "wall_s": round(time.perf_counter() - t0, 2)})
+        "page_files": ", ".join(pages), "pages_mb": round(sum(sizes.values()) / 1e6, 3),
+        "largest_page": f"{largest} ({sizes[largest] / 1e6:.3f} MB)",
+        "site_url": site_url() or "none (JAMFOLD_SITE_URL unset: the site works from disk or a server's root)",
+        "wall_s": round(time.perf_counter() - t0, 2)})

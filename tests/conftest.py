@@ -4,6 +4,9 @@ import os
 
 import pytest
 
+# a user's own site address must not reach the tests' builds (tests that need one set it)
+os.environ.pop("JAMFOLD_SITE_URL", None)
+
 TINY_TOML = """
 name = "tiny"
 players = 3

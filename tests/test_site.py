@@ -20,8 +20,9 @@ def test_pages_exist_and_link_assets(tiny_build):
 
 
 def test_the_site_assets_metadata_names_the_built_pages(tiny_build):
-    """The UI's view of `results_site`: its path opens the home page, and its page count and list are
-    the site's pages, as built."""
+    """The UI's view of `results_site`: its path opens the home page, its page count and list are the
+    site's pages, as built, with their size (the charts inline their rows) and the largest page, and
+    it says the site has no web address of its own."""
     site = tiny_build["site"]
     events = tiny_build["result"].get_asset_materialization_events()
     md = next(e.event_specific_data.materialization.metadata for e in events
@@ -30,6 +31,11 @@ def test_the_site_assets_metadata_names_the_built_pages(tiny_build):
     assert set(PAGES) <= set(built)
     assert md["path"].value == str(site / "index.html") and md["pages"].value == len(built)
     assert md["page_files"].value == ", ".join(built) and md["wall_s"].value >= 0
+    sizes = {p.name: p.stat().st_size for p in site.glob("*.html")}
+    assert md["pages_mb"].value == pytest.approx(sum(sizes.values()) / 1e6, abs=5e-4)
+    largest = max(sizes, key=sizes.get)
+    assert md["largest_page"].value == f"{largest} ({sizes[largest] / 1e6:.3f} MB)"
+    assert md["site_url"].value.startswith("none (JAMFOLD_SITE_URL unset")
 
 
 def test_no_page_prints_a_python_none_or_nan(tiny_build):
