@@ -248,14 +248,14 @@ profiles AS (
   UNION ALL
   SELECT m.model, m.players, m.state_id, m.node, m.class_id, m.jam_probability
   FROM model_jam m JOIN s USING (players, state_id) WHERE m.game = '{game}')
-SELECT b.model, b.node, {node_name_sql('e')} AS node_name, h.grid_row, h.grid_col, h.label,
-       h.combos, b.jam_probability
+SELECT b.model, b.node, {node_name_sql('e')} AS node_name, len(e.jammed_before) = 0 AS first_in,
+       h.grid_row, h.grid_col, h.label, h.combos, b.jam_probability
 FROM profiles b JOIN equilibrium_nodes e ON e.game = '{game}' AND e.players = b.players
                                         AND e.state_id = b.state_id AND e.node = b.node
 JOIN hand_classes h ON h.class_id = b.class_id"""
-    share_sql = f"""SELECT model, node, node_name, 100 * sum(combos * jam_probability) / 1326 AS jam_pct
+    share_sql = f"""SELECT model, node, node_name, first_in, 100 * sum(combos * jam_probability) / 1326 AS jam_pct
 FROM ({grids_sql})
-GROUP BY model, node, node_name"""
+GROUP BY model, node, node_name, first_in"""
     grids = con.execute(grids_sql).df()
     if grids.empty or set(grids["model"]) == {"equilibrium"}:
         return "# Model ranges\n\nNo model strategies yet (assets `model_strategies`, `fgs_strategies`).\n"
@@ -266,8 +266,8 @@ GROUP BY model, node, node_name"""
     table = share.pivot_table(index="node_name", columns="model", values="jam_pct")
     table = table.loc[nodes["node_name"], [m for m in models if m in table.columns]].reset_index()
     table = table.rename(columns={"node_name": "decision node"}).rename_axis(columns=None)
-    first_in = [n for n in nodes["node_name"] if n.endswith(" first in")]
-    facing = [n for n in nodes["node_name"] if not n.endswith(" first in")]
+    first_in = nodes.loc[nodes["first_in"], "node_name"].tolist()
+    facing = nodes.loc[~nodes["first_in"], "node_name"].tolist()
     # the charts' rows carry only the columns they draw: the page inlines every row, and a 5-player
     # start state with FGS-1…10 has about 57,000 of them
     drawn = ["panel", "order", "grid_row", "grid_col", "label", "jam_probability"]
