@@ -1,5 +1,6 @@
 """The built site: every page exists, every number comes from the warehouse, and the charts render in a browser."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -192,6 +193,36 @@ def _chart_rows(page: str, chart_id: str) -> list[dict]:
     return next(iter(_chart_spec(page, chart_id)["datasets"].values()))
 
 
+def _drawn_grid_cells(page: str, chart_id: str) -> list[dict]:
+    """The cells a page's push/fold grids chart draws, in drawn order, as Vega renders it (vl-convert),
+    whatever shape its inline data has: each rect's ARIA label gives its panel (``panel``: the
+    tooltip's first field), hand (``hand``), rank on each axis (``row_rank``, ``col_rank``) and
+    P(jam) (``p``, the colour's 3 significant digits). A drop-down's chart is drawn as it opens."""
+    import html
+
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(_chart_spec(page, chart_id))
+    cells = []
+    for label in re.findall(r'<path[^>]*aria-label="([^"]*P\(jam\): [^"]*)"', svg):
+        fields = dict(part.split(": ", 1) for part in html.unescape(label).split("; "))
+        ranks = [fields.pop(k) for k in ("1st rank (offsuit below)", "2nd rank (suited above the diagonal)")]
+        p, hand = float(fields.pop("P(jam)")), fields.pop("hand")
+        (panel,) = fields.values()
+        cells.append({"panel": panel, "hand": hand, "row_rank": ranks[0], "col_rank": ranks[1], "p": p})
+    return cells
+
+
+def _drawn_grid_labels(page: str, chart_id: str) -> list[str]:
+    """The hand labels a page's push/fold grids chart writes on its cells, in drawn order (vl-convert)."""
+    import html
+
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(_chart_spec(page, chart_id))
+    return [html.unescape(t) for t in re.findall(r'<text aria-label="[^"]*; label: [^"]*"[^>]*>([^<]*)</text>', svg)]
+
+
 def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     """The by-stack deviation charts, the ex post bars and the model ranges' jam shares carry the
     numbers of the tables they are drawn from, recomputed here from the raw rows: the mean signed
@@ -209,7 +240,7 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
                              "WHERE game = 'tiny'").df()
         gains = con.execute("SELECT profile, players, gain FROM nemesis_values WHERE game = 'tiny'").df()
         jams = con.execute("""
-            SELECT j.model, j.node, e.actor_name, e.jammed_before, j.class_id, h.grid_row, h.grid_col,
+            SELECT j.model, j.node, e.actor_name, e.jammed_before, j.class_id, h.grid_row, h.grid_col, h.label,
                    j.jam_probability
             FROM (SELECT 'equilibrium' AS model, players, state_id, node, class_id, jam_probability
                   FROM equilibrium_jam WHERE game = 'tiny'
@@ -251,26 +282,35 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
         for model, cell in zip(models, shown):
             assert float(cell) == pytest.approx(share[(model, node)], abs=0.005 + 1e-9)
     truth = jams.set_index(["model", "node_name", "grid_row", "grid_col"])["jam_probability"]
-    first_in = _chart_rows(ranges_page, "model-ranges")
-    facing = _chart_rows(ranges_page, "model-ranges-facing")  # one node at a time, a drop-down picks it
+    hands = jams.drop_duplicates(["grid_row", "grid_col"]).set_index(["grid_row", "grid_col"])["label"]
+    facing_nodes = [n for n in in_order if not n.endswith(" first in")]
+    first_in = _drawn_grid_cells(ranges_page, "model-ranges")
+    facing = _drawn_grid_cells(ranges_page, "model-ranges-facing")  # one node at a time, a drop-down picks it
     assert len(first_in) == 2 * 169 * len(models) and len(facing) == 169 * len(models)
-    # the page inlines every row, so they carry only what the charts draw (and the drop-down filters)
-    drawn = {"panel", "order", "grid_row", "grid_col", "label", "jam_probability"}
-    assert {tuple(sorted(r)) for r in first_in} == {tuple(sorted(drawn))}
-    assert {tuple(sorted(r)) for r in facing} == {tuple(sorted(drawn | {"node"}))}
-    for r in first_in:
-        model, node = r["panel"].split(" · ")
-        assert r["jam_probability"] == truth[(model, node, r["grid_row"], r["grid_col"])]
-    for r in facing:
-        assert r["jam_probability"] == truth[(r["panel"], r["node"], r["grid_row"], r["grid_col"])]
+    assert _drawn_grid_labels(ranges_page, "model-ranges") == [c["hand"] for c in first_in]
+    ranks = "AKQJT98765432"
+    for cells, model_node in ((first_in, lambda c: c["panel"].split(" · ")),
+                              (facing, lambda c: (c["panel"], facing_nodes[0]))):  # (it opens on the first)
+        for c in cells:
+            model, node = model_node(c)
+            at = (ranks.index(c["row_rank"]), ranks.index(c["col_rank"]))
+            assert c["hand"] == hands[at]
+            assert c["p"] == pytest.approx(truth[(model, node, *at)], rel=5e-3, abs=5e-5)
+    # the page inlines every row, so they carry only what the charts draw (and the drop-down
+    # filters), a row per grid with its 169 cells' probabilities in a list
+    grids = {"first": _chart_rows(ranges_page, "model-ranges"),
+             "facing": _chart_rows(ranges_page, "model-ranges-facing")}
+    assert {tuple(sorted(r)) for r in grids["first"]} == {("jam_probability", "order", "panel")}
+    assert {tuple(sorted(r)) for r in grids["facing"]} == {("jam_probability", "node", "order", "panel")}
+    assert len(grids["first"]) == 2 * len(models) and len(grids["facing"]) == len(models)
+    assert {len(r["jam_probability"]) for rows in grids.values() for r in rows} == {169}
     # the equilibrium's grids come first, then each model's in the table's order; first-in nodes in order
     assert models[0] == "equilibrium"
-    assert [p for _, p in sorted({(r["order"], r["panel"]) for r in first_in})] == [
+    assert list(dict.fromkeys(c["panel"] for c in first_in)) == [
         f"{m} · {n}" for m in models for n in in_order if n.endswith(" first in")]
-    assert [p for _, p in sorted({(r["order"], r["panel"]) for r in facing})] == models
+    assert list(dict.fromkeys(c["panel"] for c in facing)) == models
     # the drop-down offers the nodes facing a jam in the table's order, the first shown first; the
     # tooltip names a panel by its profile
-    facing_nodes = [n for n in in_order if not n.endswith(" first in")]
     spec = _chart_spec(ranges_page, "model-ranges-facing")
     (param,) = spec["params"]
     assert param["bind"]["options"] == facing_nodes and param["value"] == facing_nodes[0]
@@ -689,17 +729,25 @@ def test_showdown_page_equity_against_a_random_hand_is_the_engines(tiny_build):
 
 
 def test_showdown_page_prints_its_heatmaps_query_and_its_matchups_to_four_decimals(tiny_build):
-    """The all-against-all heat map carries exactly the rows of a query the page prints, and the
-    notable matchups' probabilities all show four decimals (0.118 once showed as "0.118")."""
+    """The all-against-all heat map draws exactly the rows of a query the page prints (read from the
+    cells Vega draws, whose tooltips show four decimals), and the notable matchups' probabilities
+    all show four decimals (0.118 once showed as "0.118")."""
+    import html
 
     import duckdb
+    import vl_convert as vlc
 
     con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
     page = (tiny_build["site"].parent / "docs" / "showdown.md").read_text()
-    drawn = sorted((r["hand"], r["versus"], r["p_win"]) for r in _chart_rows(page, "pair-heatmap"))
+    svg = vlc.vegalite_to_svg(_chart_spec(page, "pair-heatmap"))
+    drawn = sorted((hand, versus, float(p)) for hand, versus, p in re.findall(
+        r'<path aria-label="[^"]*; hand: ([^;"]*); versus: ([^;"]*); P\(hand wins\): ([0-9.]+)"', html.unescape(svg)))
     grid_sql = re.search(r"```sql\n(SELECT hand, versus, round\(p_win, 5\) AS p_win FROM pair_equities[^\n]*)\n```",
                          page).group(1)
-    assert drawn == sorted(con.execute(grid_sql).fetchall()) and len(drawn) == 169 * 169
+    truth = sorted(con.execute(grid_sql).fetchall())
+    assert [(h, v) for h, v, _ in drawn] == [(h, v) for h, v, _ in truth] and len(drawn) == 169 * 169
+    assert [p for *_, p in drawn] == pytest.approx([p for *_, p in truth], rel=0, abs=5e-5 + 1e-12)
+    assert {len(r["p_win"]) for r in _chart_rows(page, "pair-heatmap")} == {169}  # inline: a list a row hand
     notable = page.split("## Notable matchups")[1].split("##")[0]
     cells = re.findall(r"(?<=\| )\d\.\d+(?= \|)", notable)
     assert len(cells) >= 2 * 8 and all(len(c) == 6 for c in cells), cells
@@ -1377,6 +1425,29 @@ def test_printed_queries_list_models_in_the_pages_order():
     assert [m for (m,) in con.execute(sql).fetchall()] == ["equilibrium", *model_order(names[:3] + names[4:])]
 
 
+def test_a_grid_draws_the_cells_it_has_rows_for_and_only_those():
+    """The grids' inline data hold a list of 169 probabilities per grid, None where the table had
+    no row: such a cell is left undrawn (not drawn as 0), and a cell off the 13×13 grid is refused."""
+    import pandas as pd
+
+    from sitegen.charts import push_fold_grids
+
+    ranks = "AKQJT98765432"
+    rows = [{"panel": p, "order": k, "grid_row": r, "grid_col": c, "label": f"{ranks[r]}{ranks[c]}",
+             "jam_probability": (r * 13 + c) / 168} for k, p in enumerate(["a", "b"])
+            for r in range(13) for c in range(13) if not (p == "b" and r == c)]  # b: no pairs
+    page = f'data-target="chart-g">{json.dumps(push_fold_grids(pd.DataFrame(rows), "t").to_dict())}</script>'
+    cells = _drawn_grid_cells(page, "g")
+    assert [c["panel"] for c in cells] == ["a"] * 169 + ["b"] * 156
+    for c in cells:
+        r, col = ranks.index(c["row_rank"]), ranks.index(c["col_rank"])
+        assert c["hand"] == ranks[r] + ranks[col] and c["p"] == pytest.approx((r * 13 + col) / 168, rel=5e-3, abs=5e-5)
+    assert not [c for c in cells if c["panel"] == "b" and c["row_rank"] == c["col_rank"]]
+    assert _drawn_grid_labels(page, "g") == [c["hand"] for c in cells]  # no label over an undrawn cell
+    with pytest.raises(ValueError, match="grid_row and grid_col"):
+        push_fold_grids(pd.DataFrame([{**rows[0], "grid_col": 13}]), "t")
+
+
 def test_the_grids_by_node_offer_every_node_and_open_on_the_first():
     """``push_fold_grids_by_node`` draws one node at a time: its drop-down lists the nodes in the
     order given and opens on the first (a game's start state has up to dozens of nodes)."""
@@ -1391,4 +1462,6 @@ def test_the_grids_by_node_offer_every_node_and_open_on_the_first():
     spec = push_fold_grids_by_node(df, "calls", nodes).to_dict()
     (param,) = spec["params"]
     assert param["bind"]["options"] == nodes and param["value"] == nodes[0]
-    assert spec["transform"] == [{"filter": "(datum.node === node)"}]
+    assert spec["transform"][-1] == {"filter": "(datum.node === node)"}  # (after the grids' cells are spread out)
+    assert [t for t in spec["transform"] if "filter" in t] == [{"filter": "isValid(datum.jam_probability)"},
+                                                               {"filter": "(datum.node === node)"}]

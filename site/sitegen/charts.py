@@ -6,6 +6,8 @@ local copy of vega-embed (no network needed); see :mod:`sitegen.embed`.
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -76,10 +78,27 @@ tooltip names every cell)."""
 def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> alt.Chart:
     """169×169 heat map: cell (row hand, column hand) = P(row hand beats column hand) heads-up.
 
-    ``df`` columns: hand, versus, p_win.
+    ``df`` columns: hand, versus, p_win. The chart inlines a row per hand, its P(win) against each
+    column hand in a list (None where ``df`` has no row; 28,561 rows of their own were 1.3 MB of
+    the page), which Vega-Lite spreads back into cells.
     """
+    position = {label: i for i, label in enumerate(labels_in_grid_order)}
+    unknown = sorted(set(df["versus"]) - set(position))
+    if unknown:
+        raise ValueError(f"versus hands not in labels_in_grid_order: {unknown[:5]}")
+    rows = []
+    for hand, against in df.groupby("hand", sort=False):
+        p_win: list[float | int | None] = [None] * len(labels_in_grid_order)
+        for versus, p in zip(against["versus"], against["p_win"]):
+            p_win[position[versus]] = int(p) if float(p).is_integer() else float(p)
+        rows.append({"hand": hand, "p_win": p_win})
     return (
-        alt.Chart(df, title="Heads-up all-in equity of the row hand against the column hand")
+        alt.Chart(pd.DataFrame(rows, columns=["hand", "p_win"]),
+                  title="Heads-up all-in equity of the row hand against the column hand")
+        .transform_calculate(column=f"sequence({len(labels_in_grid_order)})")
+        .transform_flatten(["column", "p_win"])
+        .transform_filter("isValid(datum.p_win)")
+        .transform_calculate(versus=f"{json.dumps(labels_in_grid_order)}[datum.column]")
         .mark_rect()
         .encode(
             x=alt.X("versus:N", sort=labels_in_grid_order,
@@ -152,20 +171,56 @@ def example_finishing_bars(df: pd.DataFrame, models: list[str]) -> alt.Chart:
     )
 
 
+GRID_CELLS = 169
+"""Cells of a 13×13 hand-class grid: cell ``13 · grid_row + grid_col``."""
+
+GRID_DECIMALS = 4
+"""Decimals a grid's inline jam probabilities keep: the tooltip shows three, the colour scale
+tells no finer difference, and every page prints the query that gives them whole."""
+
+
+def grid_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``df``'s cells (columns grid_row, grid_col, label, jam_probability and the grid's keys) as one
+    row per grid: its keys and ``jam_probability``, a list of its 169 cells' probabilities in grid
+    order (None where ``df`` has no row), rounded to ``GRID_DECIMALS``; and the 169 cells' labels.
+
+    A page inlines every row of its charts: a 5-player start state's grids, with FGS-1…10, are
+    about 57,000 cells, over 110 bytes each as a row of their own (the keys and the labels spelled
+    out in every cell), against 2–7 bytes each in a grid's list.
+    """
+    rows, cols = df["grid_row"].to_numpy(), df["grid_col"].to_numpy()
+    if not (np.isin(rows, range(13)).all() and np.isin(cols, range(13)).all()):
+        raise ValueError("grid_row and grid_col must lie in 0..12")
+    cells = (rows * 13 + cols).astype(np.int64)
+    labels = [""] * GRID_CELLS
+    for cell, label in zip(cells, df["label"]):
+        labels[cell] = label
+    keys = [c for c in df.columns if c not in ("grid_row", "grid_col", "label", "jam_probability")]
+    grids = []
+    for key, at in df.assign(_cell=cells).groupby(keys, sort=False, dropna=False)["_cell"]:
+        values: list[float | int | None] = [None] * GRID_CELLS
+        for cell, p in zip(at.to_numpy(), df.loc[at.index, "jam_probability"].round(GRID_DECIMALS)):
+            values[cell] = int(p) if float(p).is_integer() else float(p)  # 0 and 1 as "0" and "1"
+        grids.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "jam_probability": values})
+    return pd.DataFrame(grids, columns=[*keys, "jam_probability"]), labels
+
+
 def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title: str = "node") -> alt.FacetChart:
     """13×13 jam-probability grids, one panel per decision node, ``columns`` in a row: 190 px
     square, smaller where that many would not fit ``GRID_ROW_WIDTH``.
 
     ``df`` columns: panel (node description; the tooltip names it ``panel_title``), order (the
-    panels' order), grid_row, grid_col, label, jam_probability.
+    panels' order), grid_row, grid_col, label, jam_probability. The chart inlines them as
+    :func:`grid_rows` does, a row per grid, and Vega-Lite spreads each grid's list back into cells.
     """
     ranks = list("AKQJT98765432")
-    base = alt.Chart(df).encode(
+    grids, labels = grid_rows(df)
+    base = alt.Chart(grids).encode(
         x=alt.X("col_rank:N", sort=ranks, title="2nd rank (suited above the diagonal)",
                 axis=alt.Axis(labelFontSize=8, titleFontSize=8, titleFontWeight="normal")),
         y=alt.Y("row_rank:N", sort=ranks, title="1st rank (offsuit below)",
                 axis=alt.Axis(labelFontSize=8, titleFontSize=8, titleFontWeight="normal")),
-    ).transform_calculate(col_rank=f"{ranks!r}[datum.grid_col]", row_rank=f"{ranks!r}[datum.grid_row]")
+    )
     rect = base.mark_rect().encode(
         color=alt.Color("jam_probability:Q", title="P(jam)", scale=alt.Scale(scheme="greens", domain=[0, 1])),
         tooltip=[alt.Tooltip("panel:N", title=panel_title), alt.Tooltip("label:N", title="hand"),
@@ -175,7 +230,16 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title:
         text="label:N", color=alt.condition(alt.datum.jam_probability > 0.55, alt.value("white"), alt.value("black")))
     size = min(190, GRID_ROW_WIDTH // columns)
     return wrapped_facet((rect + text).properties(width=size, height=size),
-                         alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
+                         alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns
+                         ).transform_calculate(
+        cell=f"sequence({GRID_CELLS})"
+    ).transform_flatten(
+        ["cell", "jam_probability"]
+    ).transform_filter(
+        "isValid(datum.jam_probability)"
+    ).transform_calculate(
+        label=f"{json.dumps(labels)}[datum.cell]",
+        col_rank=f"{json.dumps(ranks)}[datum.cell % 13]", row_rank=f"{json.dumps(ranks)}[floor(datum.cell / 13)]")
 
 
 def push_fold_grids_by_node(df: pd.DataFrame, title: str, nodes: list[str], columns: int = 3) -> alt.FacetChart:

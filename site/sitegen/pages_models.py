@@ -269,7 +269,7 @@ GROUP BY model, node, node_name, first_in"""
     first_in = nodes.loc[nodes["first_in"], "node_name"].tolist()
     facing = nodes.loc[~nodes["first_in"], "node_name"].tolist()
     # the charts' rows carry only the columns they draw: the page inlines every row, and a 5-player
-    # start state with FGS-1…10 has about 57,000 of them
+    # start state with FGS-1…10 has about 57,000 cells (a row per grid: see charts.grid_rows)
     drawn = ["panel", "order", "grid_row", "grid_col", "label", "jam_probability"]
     panels = grids[grids["node_name"].isin(first_in)].assign(
         panel=lambda d: d["model"] + " · " + d["node_name"],
