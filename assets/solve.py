@@ -73,6 +73,8 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
     place = (str(warehouse_path), cfg.to_json())
     digest = _tables_at.get(place)
     if digest not in _tensors_by_tables:
+        # read-write though it only reads: DuckDB refuses a second connection to a file that this
+        # process holds open with another configuration, and the assets hold it read-write
         with db.session(warehouse_path, read_only=False) as con:
             pairs, triples = load_tables(con, cfg)
         digest = _tables_at[place] = _tables_digest(pairs, triples)
