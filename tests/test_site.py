@@ -542,9 +542,10 @@ def test_push_fold_page_names_the_example_states_whose_layer_is_not_solved_yet(t
         for table in ("equilibrium_values", "equilibrium_nodes"):
             con.execute(f"DELETE FROM {table} WHERE game = 'tiny' AND players = 3")
         partial = push_fold_page(con, "tiny")
-    assert "Not solved yet" not in full and full.count('class="vchart"') == 3
+    assert "Not solved yet" not in full and full.count('class="vchart"') == 3 + 2  # 3 examples, 2 state pickers
     assert "Not solved yet: start state, stacks 2, 2, 2 (3-player layer)." in partial
-    assert partial.count('class="vchart"') == 1 and "## Heads-up, even stacks: stacks 3, 3" in partial
+    assert partial.count('class="vchart"') == 1 + 1 and "## Heads-up, even stacks: stacks 3, 3" in partial
+    assert 'id="chart-pf-any-2p"' in partial and "## Any state of the 2-player layer\n" in partial
 
 
 def test_push_fold_page_charts_a_state_once_when_two_examples_are_the_same_state(tiny_build, tmp_path):
@@ -564,9 +565,12 @@ def test_push_fold_page_charts_a_state_once_when_two_examples_are_the_same_state
                     "WHERE game = 'tiny'")
         page = push_fold_page(con, "tiny")
     ids = re.findall(r'id="(chart-[^"]+)"', page)
-    assert len(ids) == len(set(ids)) == page.count('class="vchart"') == 2
+    examples = [i for i in ids if not i.startswith("chart-pf-any-")]  # (then a state picker per layer)
+    assert len(ids) == len(set(ids)) == page.count('class="vchart"') == 2 + 2 and len(examples) == 2
     assert "## Start state (also a big blind all-in for 1 unit): stacks 3, 2, 1" in page
-    assert page.count("## ") == 3  # the two charts' headings and "Query it"
+    assert re.findall(r"^## (.*)", page, re.M) == ["Start state (also a big blind all-in for 1 unit): stacks 3, 2, 1",
+                                                  "Heads-up, even stacks: stacks 3, 3",
+                                                  "Any state of the 2- and 3-player layers", "Query it"]
 
 
 def test_models_page_says_which_layers_its_statistics_cover_while_the_game_is_solved(tiny_build, tmp_path):
@@ -796,7 +800,7 @@ def _rendered_dom(url: str, *flags: str) -> str:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page, charts", [("showdown.html", 2), ("equity-models.html", 2), ("equilibrium.html", 2),
-                                          ("push-fold.html", 3), ("solve-quality.html", 3), ("models.html", 3),
+                                          ("push-fold.html", 5), ("solve-quality.html", 3), ("models.html", 3),
                                           ("model-ranges.html", 2), ("ex-post.html", 1), ("simulation.html", 1)])
 def test_charts_render_in_headless_chromium(tiny_build, page, charts):
     if not _chromium():
@@ -829,6 +833,41 @@ def test_the_model_ranges_drop_down_lists_the_nodes_facing_a_jam(tiny_build):
     cells = sum(group.count("<path") for group in re.findall(r'<g class="mark-rect role-mark[^"]*"[^>]*>(.*?)</g>',
                                                                 chart, re.S))
     assert cells == 169 * profiles, cells
+
+
+@pytest.mark.browser
+def test_picking_another_state_draws_its_grids_in_chromium(tiny_build):
+    """A state picker redraws its chart for the state chosen: in headless Chromium a script picks
+    the 3-player state 1, 1, 4 (the small blind all in by his blind: only the BU and the BB
+    decide) and counts the cells drawn, 169 for each of its nodes as the warehouse has them, where
+    the chart opened on 2, 2, 2 (the big blind all in by his: three nodes)."""
+    import duckdb
+
+    if not _chromium():
+        pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        opening, nodes = (con.execute("""SELECT count(*) FROM equilibrium_nodes e
+                                         JOIN states s USING (game, players, state_id)
+                                         WHERE e.game = 'tiny' AND s.stacks = ?""", [stacks]).fetchone()[0]
+                          for stacks in ([2, 2, 2], [1, 1, 4]))
+    probe = """<script>setTimeout(function () {
+  var div = document.getElementById("chart-pf-any-3p"), select = div.querySelector('select[name="state"]');
+  var before = div.querySelectorAll("g.mark-rect.role-mark path").length;
+  select.value = "1, 1, 4";
+  select.dispatchEvent(new Event("change"));
+  setTimeout(function () {
+    var after = div.querySelectorAll("g.mark-rect.role-mark path").length;
+    document.body.setAttribute("data-picked", before + "," + after);
+  }, 3000);
+}, 4000);</script></body>"""
+    page = tiny_build["site"] / "probe-picker-push-fold.html"
+    page.write_text((tiny_build["site"] / "push-fold.html").read_text().replace("</body>", probe, 1))
+    try:
+        dom = _rendered_dom(page.as_uri(), "--window-size=1400,2000")
+    finally:
+        page.unlink()
+    before, after = map(int, re.search(r'data-picked="(\d+),(\d+)"', dom).groups())
+    assert (opening, nodes) == (3, 2) and (before, after) == (169 * opening, 169 * nodes)
 
 
 _PAGE_PROBE = """<script>setTimeout(function () {
@@ -1462,6 +1501,50 @@ def test_the_grids_by_node_offer_every_node_and_open_on_the_first():
     spec = push_fold_grids_by_node(df, "calls", nodes).to_dict()
     (param,) = spec["params"]
     assert param["bind"]["options"] == nodes and param["value"] == nodes[0]
-    assert spec["transform"][-1] == {"filter": "(datum.node === node)"}  # (after the grids' cells are spread out)
-    assert [t for t in spec["transform"] if "filter" in t] == [{"filter": "isValid(datum.jam_probability)"},
-                                                               {"filter": "(datum.node === node)"}]
+    # the chosen node's grids first, then their cells spread out (a layer's picker holds thousands of grids)
+    assert spec["transform"][0] == {"filter": "(datum.node === node)"}
+    assert [t for t in spec["transform"] if "filter" in t] == [{"filter": "(datum.node === node)"},
+                                                               {"filter": "isValid(datum.jam_probability)"}]
+
+
+def test_the_push_fold_page_draws_any_state_of_a_layer_that_fits(tiny_build, monkeypatch):
+    """SPEC §7.7 asks for push/fold charts of any state: the page has a state picker per solved
+    layer whose grids fit ``ANY_STATE_MAX_CELLS``, listing the states where someone decides in
+    the warehouse's order, opening on the most even stacks and drawing that state's every node as
+    the warehouse has it; a layer over the limit is named, with the command that prints any state."""
+    import duckdb
+
+    from sitegen import pages_equilibrium
+    from sitegen.pages_equilibrium import push_fold_page
+
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        page = push_fold_page(con, "tiny")
+        states = {n: [", ".join(map(str, s)) for (s,) in con.execute(
+            "SELECT stacks FROM states s WHERE game = 'tiny' AND players = ? AND state_id IN "
+            "(SELECT state_id FROM equilibrium_nodes WHERE game = 'tiny' AND players = ?) ORDER BY state_id",
+            [n, n]).fetchall()] for n in (2, 3)}
+        jams = con.execute("""SELECT array_to_string(s.stacks, ', ') AS state, j.actor_name, j.jammed_before,
+                                     j.label, j.jam_probability
+                              FROM equilibrium_jam j JOIN states s USING (game, players, state_id)
+                              WHERE j.game = 'tiny'""").df()
+        nodes = dict(con.execute("SELECT players, count(*) FROM equilibrium_nodes WHERE game = 'tiny' GROUP BY ALL")
+                     .fetchall())
+        monkeypatch.setattr(pages_equilibrium, "ANY_STATE_MAX_CELLS", 169 * nodes[2])  # the 2-player layer fits
+        small = push_fold_page(con, "tiny")
+    assert "## Any state of the 2- and 3-player layers" in page
+    assert len(states[2]) == 4 and len(states[3]) == 10  # 6 units: (1, 5) … (4, 2); (1, 1, 4) … (4, 1, 1)
+    jams["node"] = [actor + (" first in" if len(before) == 0 else f" after {' + '.join(before)} jam")
+                    for actor, before in zip(jams["actor_name"], jams["jammed_before"])]
+    truth = jams.set_index(["state", "node", "label"])["jam_probability"]
+    for n, first, seats in ((2, "3, 3", "SB, BB"), (3, "2, 2, 2", "BU, SB, BB")):
+        (param,) = _chart_spec(page, f"pf-any-{n}p")["params"]
+        assert param["bind"]["options"] == states[n] and param["value"] == first
+        assert param["bind"]["name"] == f"stacks ({seats}) "
+        cells = _drawn_grid_cells(page, f"pf-any-{n}p")  # the state it opens on
+        at_first = jams.loc[jams["state"] == first, "node"].unique()
+        assert len(cells) == 169 * len(at_first) and {c["panel"] for c in cells} == set(at_first)
+        for c in cells:
+            assert c["p"] == pytest.approx(truth[(first, c["panel"], c["hand"])], rel=5e-3, abs=5e-5)
+    assert "pf-any-2p" in small and "pf-any-3p" not in small and "## Any state of the 2-player layer\n" in small
+    assert f"The {nodes[3]} nodes of the 3-player layer are too many to put on one page" in small
+    assert "`./lab jamfold state --stacks …`" in small

@@ -193,25 +193,29 @@ def grid_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         raise ValueError("grid_row and grid_col must lie in 0..12")
     cells = (rows * 13 + cols).astype(np.int64)
     labels = [""] * GRID_CELLS
-    for cell, label in zip(cells, df["label"]):
-        labels[cell] = label
+    for cell, label in zip(*np.unique(cells, return_index=True)):
+        labels[cell] = df["label"].iloc[label]
     keys = [c for c in df.columns if c not in ("grid_row", "grid_col", "label", "jam_probability")]
-    grids = []
-    for key, at in df.assign(_cell=cells).groupby(keys, sort=False, dropna=False)["_cell"]:
-        values: list[float | int | None] = [None] * GRID_CELLS
-        for cell, p in zip(at.to_numpy(), df.loc[at.index, "jam_probability"].round(GRID_DECIMALS)):
-            values[cell] = int(p) if float(p).is_integer() else float(p)  # 0 and 1 as "0" and "1"
-        grids.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "jam_probability": values})
-    return pd.DataFrame(grids, columns=[*keys, "jam_probability"]), labels
+    grid_keys = df[keys].drop_duplicates()
+    which = pd.MultiIndex.from_frame(grid_keys).get_indexer(pd.MultiIndex.from_frame(df[keys]))  # each row's grid
+    values = np.full((len(grid_keys), GRID_CELLS), np.nan)
+    values[which, cells] = df["jam_probability"].to_numpy(dtype=np.float64).round(GRID_DECIMALS)
+    # (NaN: no row, None in the JSON; 0 and 1 written "0" and "1", most cells of a solved range)
+    lists = [[None if v != v else int(v) if v.is_integer() else v for v in row] for row in values.tolist()]
+    return grid_keys.reset_index(drop=True).assign(jam_probability=lists), labels
 
 
-def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title: str = "node") -> alt.FacetChart:
+def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title: str = "node",
+                    pick: alt.Parameter | None = None) -> alt.FacetChart:
     """13×13 jam-probability grids, one panel per decision node, ``columns`` in a row: 190 px
     square, smaller where that many would not fit ``GRID_ROW_WIDTH``.
 
     ``df`` columns: panel (node description; the tooltip names it ``panel_title``), order (the
-    panels' order), grid_row, grid_col, label, jam_probability. The chart inlines them as
-    :func:`grid_rows` does, a row per grid, and Vega-Lite spreads each grid's list back into cells.
+    panels' order), grid_row, grid_col, label, jam_probability, and the column ``pick`` is named
+    after if given: then only the rows whose value there is the parameter's are drawn (see
+    :func:`push_fold_grids_picked`). The chart inlines them as :func:`grid_rows` does, a row per
+    grid, and Vega-Lite spreads each grid's list back into cells (after the pick, so that a chart
+    of thousands of grids spreads only those it draws).
     """
     ranks = list("AKQJT98765432")
     grids, labels = grid_rows(df)
@@ -229,9 +233,11 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title:
     text = base.mark_text(fontSize=6).encode(
         text="label:N", color=alt.condition(alt.datum.jam_probability > 0.55, alt.value("white"), alt.value("black")))
     size = min(190, GRID_ROW_WIDTH // columns)
-    return wrapped_facet((rect + text).properties(width=size, height=size),
-                         alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns
-                         ).transform_calculate(
+    chart = wrapped_facet((rect + text).properties(width=size, height=size),
+                          alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
+    if pick is not None:
+        chart = chart.add_params(pick).transform_filter(getattr(alt.datum, pick.name) == pick)
+    return chart.transform_calculate(
         cell=f"sequence({GRID_CELLS})"
     ).transform_flatten(
         ["cell", "jam_probability"]
@@ -242,6 +248,19 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title:
         col_rank=f"{json.dumps(ranks)}[datum.cell % 13]", row_rank=f"{json.dumps(ranks)}[floor(datum.cell / 13)]")
 
 
+def push_fold_grids_picked(df: pd.DataFrame, title: str, column: str, options: list[str], label: str,
+                           first: str | None = None, columns: int = 3, panel_title: str = "node") -> alt.FacetChart:
+    """The grids of :func:`push_fold_grids` for one value of ``df[column]`` at a time: a drop-down
+    under the chart, named ``label``, picks it among ``options`` (in that order; ``first``, or the
+    first option, is drawn first). A start state's nodes for up to 14 profiles, or every state of a
+    layer: all of them at once would be hundreds or thousands of grids."""
+    if not options:
+        raise ValueError(f"no {column} to pick from")
+    pick = alt.param(name=column, value=options[0] if first is None else first,
+                     bind=alt.binding_select(options=options, name=label))
+    return push_fold_grids(df, title, columns, panel_title=panel_title, pick=pick)
+
+
 def push_fold_grids_by_node(df: pd.DataFrame, title: str, nodes: list[str], columns: int = 3) -> alt.FacetChart:
     """The grids of :func:`push_fold_grids`, one panel per model, for one decision node at a time:
     a drop-down under the chart picks the node (``nodes``, the first shown first). A state has up
@@ -250,10 +269,7 @@ def push_fold_grids_by_node(df: pd.DataFrame, title: str, nodes: list[str], colu
     ``df`` columns: node (one of ``nodes``), panel (the profile), order, grid_row, grid_col, label,
     jam_probability.
     """
-    node = alt.param(name="node", value=nodes[0],
-                     bind=alt.binding_select(options=nodes, name="decision node "))
-    return (push_fold_grids(df, title, columns, panel_title="profile")
-            .add_params(node).transform_filter(alt.datum.node == node))
+    return push_fold_grids_picked(df, title, "node", nodes, "decision node ", columns=columns, panel_title="profile")
 
 
 def value_by_stack(df: pd.DataFrame, title: str, legend: str = "model") -> alt.Chart:

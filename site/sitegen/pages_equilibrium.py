@@ -113,6 +113,65 @@ def _state_grids(con: duckdb.DuckDBPyConnection, game: str, stacks: list[int]) -
            WHERE j.game = ? AND s.stacks = ?""", [game, stacks]).df()
 
 
+ANY_STATE_MAX_CELLS = 1_000_000
+"""The most grid cells (decision nodes × 169) a layer may have for the push/fold page to inline every
+state of it behind a state picker. The 45-unit game's 3-player layer has 5,253 nodes (887,757
+cells, about 2.5 MB of the page); its 4-player layer, about 30 million cells, does not fit."""
+
+
+def layer_grids_sql(game: str, players: int) -> str:
+    """Every decision node's jam probabilities in every state of a layer, a row per (node, class):
+    the state by its stacks in acting order ("7, 2, 1"), its node's name and order."""
+    return f"""SELECT array_to_string(s.stacks, ', ') AS state, j.node AS "order", {node_name_sql('j')} AS panel,
+       h.grid_row, h.grid_col, h.label, j.jam_probability
+FROM equilibrium_jam j JOIN states s USING (game, players, state_id) JOIN hand_classes h USING (class_id, label)
+WHERE j.game = '{game}' AND j.players = {players}
+ORDER BY s.state_id, j.node, j.class_id"""
+
+
+def _any_state_section(con: duckdb.DuckDBPyConnection, game: str, layers: list[int]) -> tuple[str, str]:
+    """The push/fold page's state pickers, one chart per solved layer whose grids fit
+    ``ANY_STATE_MAX_CELLS``, and a line on the layers too large for one; and the query the charts
+    draw (empty if no layer has a chart)."""
+    nodes = dict(con.execute("SELECT players, count(*) FROM equilibrium_nodes WHERE game = ? GROUP BY players",
+                             [game]).fetchall())
+    shown = [n for n in layers if 0 < nodes.get(n, 0) * 169 <= ANY_STATE_MAX_CELLS]
+    too_big = [n for n in layers if nodes.get(n, 0) * 169 > ANY_STATE_MAX_CELLS]
+    if not shown and not too_big:
+        return "", ""
+    parts = [f"## Any state of the {_counts(shown)}-player layer{'s' if len(shown) > 1 else ''}\n"] if shown else [
+        "## Any state\n"]
+    if shown:
+        parts.append("Pick a state's stacks (in acting order) under a chart to draw the grids of its every decision "
+                     "node; a chart opens on the layer's most even stacks. The states where nobody decides (the "
+                     "blinds all in) are left out.\n")
+    for n in shown:
+        states = con.execute("""SELECT state_id, stacks, positions FROM states s WHERE game = ? AND players = ?
+                                AND EXISTS (SELECT 1 FROM equilibrium_nodes e WHERE e.game = s.game
+                                            AND e.players = s.players AND e.state_id = s.state_id)
+                                ORDER BY state_id""", [game, n]).fetchall()  # (blinds all in: no decision)
+        options = [", ".join(map(str, stacks)) for _, stacks, _ in states]
+        first = options[min(range(len(states)), key=lambda i: max(states[i][1]) - min(states[i][1]))]
+        grids = con.execute(layer_grids_sql(game, n)).df()
+        most = int(grids.groupby("state")["order"].nunique().max())
+        chart = charts.push_fold_grids_picked(
+            grids, f"jam probability per decision node, the chosen {n}-player state", "state", options,
+            f"stacks ({', '.join(states[0][2])}) ", first=first, columns=min(3, most))
+        parts.append(f"### {n} players ({len(states):,} states with a decision)\n\n{chart_html(chart, f'pf-any-{n}p')}")
+    if too_big:
+        sizes = " and ".join(f"{nodes[n]:,} nodes of the {n}-player layer" for n in too_big)
+        parts.append(f"The {sizes} are too many to put on one page (over {ANY_STATE_MAX_CELLS:,} cells each): "
+                     "`./lab jamfold state --stacks …` prints any state's ranges, and the queries below draw "
+                     "them.\n")
+    return "\n".join(parts), layer_grids_sql(game, shown[-1]) if shown else ""
+
+
+def _counts(players: list[int]) -> str:
+    """2 → "2", [2, 3] → "2- and 3", [2, 3, 4] → "2-, 3- and 4" (before "-player")."""
+    words = [str(n) for n in players]
+    return words[0] if len(words) == 1 else "-, ".join(words[:-1]) + "- and " + words[-1]
+
+
 def push_fold_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
     cfg = game_info(con, game)
     layers = _solved_layers(con, game)
@@ -142,15 +201,20 @@ def push_fold_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
         cid = "pf-" + "-".join(map(str, stacks))
         sections.append(f"## {title.capitalize()}: stacks {', '.join(map(str, stacks))}\n\n"
                         f"{chart_html(charts.push_fold_grids(grids, f'jam probability per decision node, stacks {stacks}'), cid)}")
+    any_state, any_sql = _any_state_section(con, game, layers)
+    layer_query = (f"The state pickers draw this query's rows, a layer at a time (`j.players`):\n\n"
+                   f"{query_block(any_sql)}" if any_sql else "")
     return f"""# Push/fold charts
 
 13×13 grids of the equilibrium jam probability of each hand class (pairs on the diagonal, suited
 above, offsuit below) at every decision node of a state: the acting position and who jammed
-before. Any state's charts can be drawn from the view `equilibrium_jam`; `./lab jamfold state --stacks …`
-prints the same ranges as range strings.
+before. First a few example states, then, for each layer whose grids fit on one page, a chart that
+draws any of its states (pick the stacks under it). Any state's charts can be drawn from the view
+`equilibrium_jam`; `./lab jamfold state --stacks …` prints the same ranges as range strings.
 {f"{chr(10)}Not solved yet: {'; '.join(pending)}.{chr(10)}" if pending else ""}
 {chr(10).join(sections)}
 
+{any_state}
 ## Query it
 
 {query_block(f'''SELECT j.actor_name, j.jammed_before, j.label, j.jam_probability
@@ -158,8 +222,8 @@ FROM equilibrium_jam j JOIN states s USING (game, players, state_id)
 WHERE j.game = '{game}' AND s.stacks = [{', '.join(map(str, start))}] AND j.jam_probability > 0
 ORDER BY j.node, j.class_id''')}
 
-Each chart above is this query for its state's stacks (in acting order), every class included.
-"""
+Each example chart above is this query for its state's stacks (in acting order), every class included.
+{layer_query}"""
 
 
 def _log_tables(log: pd.DataFrame) -> str:
