@@ -116,7 +116,8 @@ def _state_grids(con: duckdb.DuckDBPyConnection, game: str, stacks: list[int]) -
 ANY_STATE_MAX_CELLS = 1_000_000
 """The most grid cells (decision nodes × 169) a layer may have for the push/fold page to inline every
 state of it behind a state picker. The 45-unit game's 3-player layer has 5,253 nodes (887,757
-cells, about 2.5 MB of the page); its 4-player layer, about 30 million cells, does not fit."""
+cells; with the 2-player layer's, 2.33 MB of the page); its 4-player layer, about 30 million
+cells, does not fit."""
 
 
 def layer_grids_sql(game: str, players: int) -> str:
