@@ -231,6 +231,7 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     the first-in nodes' and, one node at a time, those facing a jam (the page showed first-in
     nodes only)."""
     import duckdb
+    import vl_convert as vlc
 
     from engine.cards import CLASS_COMBO_COUNT
 
@@ -314,6 +315,7 @@ def test_model_pages_chart_and_tabulate_the_warehouses_numbers(tiny_build):
     spec = _chart_spec(ranges_page, "model-ranges-facing")
     (param,) = spec["params"]
     assert param["bind"]["options"] == facing_nodes and param["value"] == facing_nodes[0]
+    assert f"Title text 'jam (call) probability: {facing_nodes[0]}'" in vlc.vegalite_to_svg(spec)  # the node drawn
     assert {"title": "profile", "field": "panel", "type": "nominal"} in spec["spec"]["layer"][0]["encoding"]["tooltip"]
     assert "The calling ranges of the node where someone has jammed before" in ranges_page  # one here
 
@@ -857,7 +859,9 @@ def test_picking_another_state_draws_its_grids_in_chromium(tiny_build):
   select.dispatchEvent(new Event("change"));
   setTimeout(function () {
     var after = div.querySelectorAll("g.mark-rect.role-mark path").length;
-    document.body.setAttribute("data-picked", before + "," + after);
+    var titles = Array.prototype.map.call(div.querySelectorAll("g.role-title-text text"),
+                                          function (t) { return t.textContent; });
+    document.body.setAttribute("data-picked", before + "," + after + "," + titles.join("|"));
   }, 3000);
 }, 4000);</script></body>"""
     page = tiny_build["site"] / "probe-picker-push-fold.html"
@@ -866,8 +870,11 @@ def test_picking_another_state_draws_its_grids_in_chromium(tiny_build):
         dom = _rendered_dom(page.as_uri(), "--window-size=1400,2000")
     finally:
         page.unlink()
-    before, after = map(int, re.search(r'data-picked="(\d+),(\d+)"', dom).groups())
-    assert (opening, nodes) == (3, 2) and (before, after) == (169 * opening, 169 * nodes)
+    before, after, titles = re.search(r'data-picked="(\d+),(\d+),([^"]*)"', dom).groups()
+    assert (opening, nodes) == (3, 2) and (int(before), int(after)) == (169 * opening, 169 * nodes)
+    # the chart's title names the state picked (it opened on 2, 2, 2), the panels' their nodes
+    assert sorted(titles.split("|")) == ["BB after BU jam", "BU first in",
+                                         "jam probability per decision node, stacks 1, 1, 4"]
 
 
 _PAGE_PROBE = """<script>setTimeout(function () {
@@ -1334,6 +1341,8 @@ def _untitled_encodings(spec: dict, where: str = "") -> list[str]:
             continue
         if enc.get("axis", {}) is None or enc.get("legend", {}) is None or enc.get("header", {}) is None:
             continue  # drawn without axis, legend or header: nothing to title
+        if channel == "facet" and "title" in enc and enc["title"] is None and spec.get("title"):
+            continue  # no header title (Vega-Lite draws none for null), the chart's own title above instead
         if not str(enc.get("title") or "").strip():
             missing.append(f"{where}{channel}={enc['field']}")
     for key in ("layer", "hconcat", "vconcat", "concat"):
@@ -1513,6 +1522,7 @@ def test_the_push_fold_page_draws_any_state_of_a_layer_that_fits(tiny_build, mon
     the warehouse's order, opening on the most even stacks and drawing that state's every node as
     the warehouse has it; a layer over the limit is named, with the command that prints any state."""
     import duckdb
+    import vl_convert as vlc
 
     from sitegen import pages_equilibrium
     from sitegen.pages_equilibrium import push_fold_page
@@ -1540,7 +1550,9 @@ def test_the_push_fold_page_draws_any_state_of_a_layer_that_fits(tiny_build, mon
         (param,) = _chart_spec(page, f"pf-any-{n}p")["params"]
         assert param["bind"]["options"] == states[n] and param["value"] == first
         assert param["bind"]["name"] == f"stacks ({seats}) "
-        cells = _drawn_grid_cells(page, f"pf-any-{n}p")  # the state it opens on
+        cells = _drawn_grid_cells(page, f"pf-any-{n}p")  # the state it opens on, named in its title
+        svg = vlc.vegalite_to_svg(_chart_spec(page, f"pf-any-{n}p"))
+        assert f"Title text 'jam probability per decision node, stacks {first}'" in svg
         at_first = jams.loc[jams["state"] == first, "node"].unique()
         assert len(cells) == 169 * len(at_first) and {c["panel"] for c in cells} == set(at_first)
         for c in cells:

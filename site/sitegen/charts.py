@@ -234,9 +234,11 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title:
         text="label:N", color=alt.condition(alt.datum.jam_probability > 0.55, alt.value("white"), alt.value("black")))
     size = min(190, GRID_ROW_WIDTH // columns)
     chart = wrapped_facet((rect + text).properties(width=size, height=size),
-                          alt.Facet("panel:N", title=title, sort=alt.SortField("order")), columns)
-    if pick is not None:
-        chart = chart.add_params(pick).transform_filter(getattr(alt.datum, pick.name) == pick)
+                          alt.Facet("panel:N", title=title if pick is None else None, sort=alt.SortField("order")),
+                          columns)
+    if pick is not None:  # the title ends with the value picked ("…, stacks 15, 15, 15")
+        chart = (chart.add_params(pick).transform_filter(getattr(alt.datum, pick.name) == pick)
+                 .properties(title=alt.TitleParams(text=alt.ExprRef(expr=f"{json.dumps(title)} + {pick.name}"))))
     return chart.transform_calculate(
         cell=f"sequence({GRID_CELLS})"
     ).transform_flatten(
@@ -252,8 +254,9 @@ def push_fold_grids_picked(df: pd.DataFrame, title: str, column: str, options: l
                            first: str | None = None, columns: int = 3, panel_title: str = "node") -> alt.FacetChart:
     """The grids of :func:`push_fold_grids` for one value of ``df[column]`` at a time: a drop-down
     under the chart, named ``label``, picks it among ``options`` (in that order; ``first``, or the
-    first option, is drawn first). A start state's nodes for up to 14 profiles, or every state of a
-    layer: all of them at once would be hundreds or thousands of grids."""
+    first option, is drawn first), and the chart's title is ``title`` followed by it. A start
+    state's nodes for up to 14 profiles, or every state of a layer: all of them at once would be
+    hundreds or thousands of grids."""
     if not options:
         raise ValueError(f"no {column} to pick from")
     pick = alt.param(name=column, value=options[0] if first is None else first,

@@ -166,7 +166,8 @@ FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
         columns=["parameter", "value"])
     solved = is_solved(con, game)
     equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
-                         "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states.\n"
+                         "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states, "
+                         "and of any state picked from a layer small enough to put on the page.\n"
                          "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
                          if solved else "")
     model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "

@@ -156,7 +156,7 @@ def _any_state_section(con: duckdb.DuckDBPyConnection, game: str, layers: list[i
         grids = con.execute(layer_grids_sql(game, n)).df()
         most = int(grids.groupby("state")["order"].nunique().max())
         chart = charts.push_fold_grids_picked(
-            grids, f"jam probability per decision node, the chosen {n}-player state", "state", options,
+            grids, "jam probability per decision node, stacks ", "state", options,
             f"stacks ({', '.join(states[0][2])}) ", first=first, columns=min(3, most))
         parts.append(f"### {n} players ({len(states):,} states with a decision)\n\n{chart_html(chart, f'pf-any-{n}p')}")
     if too_big:

@@ -286,7 +286,7 @@ GROUP BY model, node, node_name, first_in"""
 The calling ranges of {which} where someone has jammed before: pick the node under the chart;
 the equilibrium comes first, then each model.
 
-{chart_html(charts.push_fold_grids_by_node(by_model, "jam (call) probability at the chosen node", facing,
+{chart_html(charts.push_fold_grids_by_node(by_model, "jam (call) probability: ", facing,
                                            columns=min(3, len(models))), "model-ranges-facing")}
 """
     return f"""# Model ranges
