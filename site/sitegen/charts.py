@@ -238,7 +238,8 @@ def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title:
                           columns)
     if pick is not None:  # the title ends with the value picked ("…, stacks 15, 15, 15")
         chart = (chart.add_params(pick).transform_filter(getattr(alt.datum, pick.name) == pick)
-                 .properties(title=alt.TitleParams(text=alt.ExprRef(expr=f"{json.dumps(title)} + {pick.name}"))))
+                 .properties(title=alt.TitleParams(text=alt.ExprRef(expr=f"{json.dumps(title)} + {pick.name}"),
+                                                   anchor="middle")))
     return chart.transform_calculate(
         cell=f"sequence({GRID_CELLS})"
     ).transform_flatten(
