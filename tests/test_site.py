@@ -1557,6 +1557,12 @@ def test_the_push_fold_page_draws_any_state_of_a_layer_that_fits(tiny_build, mon
         assert len(cells) == 169 * len(at_first) and {c["panel"] for c in cells} == set(at_first)
         for c in cells:
             assert c["p"] == pytest.approx(truth[(first, c["panel"], c["hand"])], rel=5e-3, abs=5e-5)
+    # the page prints the query the pickers draw (the last layer's): its rows are the chart's
+    (printed,) = [q for q in re.findall(r"```sql\n(.*?)\n```", page, re.S) if "array_to_string(s.stacks" in q]
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        rows = con.execute(printed).df()
+    assert sorted(map(tuple, rows[rows["state"] == "2, 2, 2"][["panel", "label"]].values)) == sorted(
+        (c["panel"], c["hand"]) for c in cells) and set(rows["state"]) == set(states[3])
     assert "pf-any-2p" in small and "pf-any-3p" not in small and "## Any state of the 2-player layer\n" in small
     assert f"The {nodes[3]} nodes of the 3-player layer are too many to put on one page" in small
     assert "`./lab jamfold state --stacks …`" in small
