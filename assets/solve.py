@@ -73,9 +73,9 @@ def equilibrium_tensors(warehouse_path: str, cfg: GameConfig) -> SolverTensors:
     place = (str(warehouse_path), cfg.to_json())
     digest = _tables_at.get(place)
     if digest not in _tensors_by_tables:
-        # read-write though it only reads: DuckDB refuses a second connection to a file that this
-        # process holds open with another configuration, and the assets hold it read-write
-        with db.session(warehouse_path, read_only=False) as con:
+        # read-only: it only reads, and every caller has closed its own connection by now (DuckDB
+        # refuses a second connection of another configuration to a file the process holds open)
+        with db.session(warehouse_path, read_only=True) as con:
             pairs, triples = load_tables(con, cfg)
         digest = _tables_at[place] = _tables_digest(pairs, triples)
         if digest not in _tensors_by_tables:

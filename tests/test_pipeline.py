@@ -1336,6 +1336,25 @@ def test_solver_tensors_are_made_once_for_the_same_tables_in_any_warehouse(tiny_
     assert solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg) is built and len(made) == 1
 
 
+def test_solver_tensors_read_the_warehouse_read_only(tiny_build, tmp_path):
+    """The tensors only read the showdown tables, so they open the warehouse read-only: they can be
+    made while a reader in the same process holds it open (DuckDB refuses a second connection of
+    another configuration to a file the process holds), and `jamfold simulate` no longer opens a
+    warehouse for writing, which a file its user may not write would refuse."""
+    import shutil
+
+    import assets.solve as solve
+    from engine.config import load_config
+
+    cfg = load_config(tiny_build["config"])
+    copy = tmp_path / "lab.duckdb"  # (a path not read before: its tables are read, not taken from the cache)
+    shutil.copy(tiny_build["warehouse"], copy)
+    with duckdb.connect(str(copy), read_only=True) as reader:
+        tensors = solve.equilibrium_tensors(str(copy), cfg)
+        assert reader.execute("SELECT count(*) FROM rollout_pairs").fetchone()[0] > 0
+    assert tensors is solve.equilibrium_tensors(str(tiny_build["warehouse"]), cfg)
+
+
 def test_each_layers_ex_post_equals_the_whole_games_check(tiny_build):
     """The per-layer assets, each going on into the stored nemesis values of the layers below, give
     the gains of one ex post run over the whole game (engine.best_response.ex_post)."""
