@@ -86,14 +86,11 @@ def pair_equity_heatmap(df: pd.DataFrame, labels_in_grid_order: list[str]) -> al
     unknown = sorted(set(df["versus"]) - set(position))
     if unknown:
         raise ValueError(f"versus hands not in labels_in_grid_order: {unknown[:5]}")
-    rows = []
-    for hand, against in df.groupby("hand", sort=False):
-        p_win: list[float | int | None] = [None] * len(labels_in_grid_order)
-        for versus, p in zip(against["versus"], against["p_win"]):
-            p_win[position[versus]] = int(p) if float(p).is_integer() else float(p)
-        rows.append({"hand": hand, "p_win": p_win})
+    hands = pd.unique(df["hand"])  # (the rows in the order of their hands' first rows)
+    p_win = np.full((len(hands), len(labels_in_grid_order)), np.nan)
+    p_win[pd.Index(hands).get_indexer(df["hand"]), df["versus"].map(position).to_numpy()] = df["p_win"].to_numpy()
     return (
-        alt.Chart(pd.DataFrame(rows, columns=["hand", "p_win"]),
+        alt.Chart(pd.DataFrame({"hand": hands, "p_win": inline_lists(p_win)}),
                   title="Heads-up all-in equity of the row hand against the column hand")
         .transform_calculate(column=f"sequence({len(labels_in_grid_order)})")
         .transform_flatten(["column", "p_win"])
@@ -200,9 +197,14 @@ def grid_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     which = pd.MultiIndex.from_frame(grid_keys).get_indexer(pd.MultiIndex.from_frame(df[keys]))  # each row's grid
     values = np.full((len(grid_keys), GRID_CELLS), np.nan)
     values[which, cells] = df["jam_probability"].to_numpy(dtype=np.float64).round(GRID_DECIMALS)
-    # (NaN: no row, None in the JSON; 0 and 1 written "0" and "1", most cells of a solved range)
-    lists = [[None if v != v else int(v) if v.is_integer() else v for v in row] for row in values.tolist()]
-    return grid_keys.reset_index(drop=True).assign(jam_probability=lists), labels
+    return grid_keys.reset_index(drop=True).assign(jam_probability=inline_lists(values)), labels
+
+
+def inline_lists(values: np.ndarray) -> list[list[float | int | None]]:
+    """The rows of a 2-D array as the lists a chart inlines: NaN (no row in the table) as None
+    (JSON null, which the chart's filter drops), whole numbers as ints ("0" and "1", most cells of
+    a solved range, rather than "0.0" and "1.0")."""
+    return [[None if v != v else int(v) if v.is_integer() else v for v in row] for row in values.tolist()]
 
 
 def push_fold_grids(df: pd.DataFrame, title: str, columns: int = 3, panel_title: str = "node",

@@ -147,18 +147,18 @@ def _any_state_section(con: duckdb.DuckDBPyConnection, game: str, layers: list[i
                      "node; a chart opens on the layer's most even stacks. The states where nobody decides (the "
                      "blinds all in) are left out.\n")
     for n in shown:
-        states = con.execute("""SELECT state_id, stacks, positions FROM states s WHERE game = ? AND players = ?
-                                AND EXISTS (SELECT 1 FROM equilibrium_nodes e WHERE e.game = s.game
-                                            AND e.players = s.players AND e.state_id = s.state_id)
-                                ORDER BY state_id""", [game, n]).fetchall()  # (blinds all in: no decision)
-        options = [", ".join(map(str, stacks)) for _, stacks, _ in states]
-        first = options[min(range(len(states)), key=lambda i: max(states[i][1]) - min(states[i][1]))]
         grids = con.execute(layer_grids_sql(game, n)).df()
+        options = list(dict.fromkeys(grids["state"]))  # the states with a node (blinds all in: no decision)
+        stacks = [list(map(int, option.split(", "))) for option in options]
+        first = options[min(range(len(options)), key=lambda i: max(stacks[i]) - min(stacks[i]))]
+        (positions,) = con.execute("SELECT any_value(positions) FROM states WHERE game = ? AND players = ?",
+                                   [game, n]).fetchone()
         most = int(grids.groupby("state")["order"].nunique().max())
         chart = charts.push_fold_grids_picked(
             grids, "jam probability per decision node, stacks ", "state", options,
-            f"stacks ({', '.join(states[0][2])}) ", first=first, columns=min(3, most))
-        parts.append(f"### {n} players ({len(states):,} states with a decision)\n\n{chart_html(chart, f'pf-any-{n}p')}")
+            f"stacks ({', '.join(positions)}) ", first=first, columns=min(3, most))
+        parts.append(f"### {n} players ({len(options):,} states with a decision)\n\n"
+                     f"{chart_html(chart, f'pf-any-{n}p')}")
     if too_big:
         sizes = " and ".join(f"{nodes[n]:,} nodes of the {n}-player layer" for n in too_big)
         parts.append(f"The {sizes} are too many to put on one page (over {ANY_STATE_MAX_CELLS:,} cells each): "
