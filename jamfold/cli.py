@@ -23,7 +23,7 @@ from jamfold.cmd_build import cmd_build, cmd_site
 from jamfold.cmd_read import cmd_progress, cmd_sql, cmd_state
 from jamfold.cmd_simulate import cmd_simulate
 from jamfold.cmd_tables import cmd_equity, cmd_rollout, cmd_showdown
-from jamfold.common import UsageError, fail
+from jamfold.common import UsageError, fail, require_site_url
 
 
 # ---------------------------------------------------------------- parser
@@ -221,12 +221,11 @@ def check_dagster_env() -> None:
     except ConfigError as exc:
         fail(f"{'JAMFOLD_CONFIG' if cfg_file else 'JAMFOLD_PROFILE'}: {exc}")
     from engine.memory import memory_shortfall
-    from sitegen.build import site_url
 
     exit_on_bad_threads("jamfold")
     try:
-        site_url()
-    except ValueError as exc:
+        require_site_url()
+    except UsageError as exc:
         fail(str(exc))
     why = memory_shortfall(cfg.players, cfg.units)
     if why is not None:  # the UI still serves the warehouse's tables; its layer assets will refuse the solve

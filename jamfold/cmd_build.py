@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.config import GameConfig
 from jamfold.common import (REPO, UsageError, config_from_args, configs_folder, named_config, require_game,
-                            usable_folder)
+                            require_site_url, usable_folder)
 
 
 def _fits_in_memory(cfg: GameConfig) -> None:
@@ -25,19 +25,9 @@ def _fits_in_memory(cfg: GameConfig) -> None:
         raise UsageError(why)
 
 
-def _site_url_ok() -> None:
-    """Refuse a bad JAMFOLD_SITE_URL now: the site is a build's last asset."""
-    from sitegen.build import site_url
-
-    try:
-        site_url()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def cmd_build(args: argparse.Namespace) -> None:
     cfg = config_from_args(args)
-    _site_url_ok()
+    require_site_url()
     if not args.skip_solve:
         _fits_in_memory(cfg)
     from warehouse import db
@@ -168,7 +158,7 @@ def cmd_site(args: argparse.Namespace) -> None:
     """Rebuild a game's site from the warehouse as it is now, materializing nothing: the layers solved
     so far while a long build runs, or what `dagster dev` materialized."""
     cfg = config_from_args(args)  # before the imports below
-    _site_url_ok()
+    require_site_url()
     from assets.paths import build_dir
     from sitegen.build import build_site
     from warehouse import db

@@ -23,6 +23,17 @@ def fail(message: str) -> None:
     raise SystemExit(EXIT_USAGE)
 
 
+def require_site_url() -> None:
+    """Refuse a bad JAMFOLD_SITE_URL before any work (the site is a build's last asset, and the
+    Dagster UI would show it only when that asset runs): a :class:`UsageError` naming the rule."""
+    from sitegen.build import site_url
+
+    try:
+        site_url()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def named_config(args: argparse.Namespace):
     """The game the command names: its --config file, else its --profile."""
     from engine.config import load_config, profile
