@@ -18,6 +18,8 @@ from assets.model_ex_post import ex_post_models
 from assets.simulation import simulations
 from assets.solve import LAYER_ASSETS
 from sitegen.build import build_site, site_url
+from sitegen.pages_home import scorecard_sql
+from warehouse import db
 
 
 @dg.asset(group_name="site", kinds={"mkdocs"},
@@ -33,10 +35,14 @@ def results_site(context: dg.AssetExecutionContext, game: GameResource, warehous
     sizes = {p.name: p.stat().st_size for p in site.glob("*.html")}  # (charts inline their rows)
     pages = sorted(sizes)
     largest = max(pages, key=sizes.get)
+    with warehouse.connect(read_only=True) as con:  # the home page's headline, for the UI
+        headline = con.execute(scorecard_sql(cfg.name)).df()
     context.log.info(f"site built in {site}")
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(site / "index.html")), "pages": len(pages),
         "page_files": ", ".join(pages), "pages_mb": round(sum(sizes.values()) / 1e6, 3),
         "largest_page": f"{largest} ({sizes[largest] / 1e6:.3f} MB)",
+        "headline": dg.MetadataValue.md(db.frame_markdown(headline, decimals=4) if len(headline) else
+                                        "nothing compared with the equilibrium yet (view `model_scorecard`)"),
         "site_url": site_url() or "none (JAMFOLD_SITE_URL unset: the site works from disk or a server's root)",
         "wall_s": round(time.perf_counter() - t0, 2)})

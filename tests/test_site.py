@@ -37,6 +37,12 @@ def test_the_site_assets_metadata_names_the_built_pages(tiny_build):
     largest = max(sizes, key=sizes.get)
     assert md["largest_page"].value == f"{largest} ({sizes[largest] / 1e6:.3f} MB)"
     assert md["site_url"].value.startswith("none (JAMFOLD_SITE_URL unset")
+    headline = md["headline"].value.splitlines()  # the home page's headline table, for the UI
+    assert headline[0] == ("| model | mapd_pct | mapd_pa_pct | mad | sim_roi_pct | sim_roi_se_pct | "
+                           "nemesis_start_roi_pct | nemesis_max_gain |")
+    home = (site.parent / "docs" / "index.md").read_text()
+    assert [[c.strip() for c in line.strip()[1:-1].split("|")] for line in headline[2:]] == _scorecard_rows(home)
+    assert len(headline) == 2 + 7
 
 
 def test_no_page_prints_a_python_none_or_nan(tiny_build):
@@ -65,7 +71,7 @@ def test_home_page_gives_the_config_that_rebuilds_its_game(tiny_build, tmp_path)
     from dataclasses import fields
 
     from engine.config import GameConfig, load_config
-    from sitegen.pages import CONFIG_FIELDS
+    from sitegen.pages_home import CONFIG_FIELDS
 
     assert set(CONFIG_FIELDS) == {f.name for f in fields(GameConfig)}
     page = (tiny_build["site"].parent / "docs" / "index.md").read_text()
@@ -90,8 +96,16 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
         for table in ("model_nodes", "fgs_values", "model_sweeps", "direct_matches"):
             con.execute(f"DELETE FROM {table} WHERE game = 'tiny'")
         con.execute("DELETE FROM simulation WHERE game = 'tiny' AND model <> 'equilibrium'")
+        con.execute("DELETE FROM nemesis_values WHERE game = 'tiny' AND profile <> 'equilibrium'")
     site = build_site("tiny", warehouse, tmp_path / "out")
     assert (site / "solve-quality.html").exists() and (site / "models.html").exists()
+    home = (site.parent / "docs" / "index.md").read_text()  # the headline: the ICM family's payoffs only
+    rows = {row[0]: row[1:] for row in _scorecard_rows(home)}
+    assert list(rows) == ["equilibrium", "harville", "weitzman", "roberts"]
+    assert all(cells[:3] == ["", "", ""] and "" not in cells[3:] for cells in [rows["equilibrium"]])
+    assert all("" not in cells[:3] and cells[3:] == [""] * 4 for model, cells in rows.items() if model != "equilibrium")
+    assert "A blank cell is an analysis this build has not run for that profile (yet)" in home
+    assert "In payoffs, " in home and "In play, " not in home and "A nemesis wins" not in home
     assert "Not compared yet: FGS-1, FGS-2, FGS-3." in (site / "models.html").read_text()
     assert "Not simulated yet: harville, weitzman, roberts, FGS-1, FGS-2, FGS-3." in (site / "simulation.html").read_text()
     with duckdb.connect(str(warehouse)) as con:
@@ -103,6 +117,7 @@ def test_site_of_a_game_solved_but_not_yet_modelled(tiny_build, tmp_path):
         con.execute("DELETE FROM equilibrium_values WHERE game = 'tiny'")
     site = build_site("tiny", warehouse, tmp_path / "out")
     solved_pages = ("equilibrium", "push-fold", "solve-quality", "models")
+    assert "What this build found" not in (site.parent / "docs" / "index.md").read_text()
     assert not [p for p in solved_pages if (site / f"{p}.html").exists() or (site.parent / "docs" / f"{p}.md").exists()]
     assert (site / "index.html").exists() and (site / "warehouse.html").exists()
     assert _links_to(site, solved_pages) == []
@@ -1566,3 +1581,84 @@ def test_the_push_fold_page_draws_any_state_of_a_layer_that_fits(tiny_build, mon
     assert "pf-any-2p" in small and "pf-any-3p" not in small and "## Any state of the 2-player layer\n" in small
     assert f"The {nodes[3]} nodes of the 3-player layer are too many to put on one page" in small
     assert "`./lab jamfold state --stacks …`" in small
+
+
+def _scorecard_rows(page: str) -> list[list[str]]:
+    """The cells of the home page's headline table (markdown source)."""
+    rows = re.search(r"^\| model \| mapd_<wbr>pct \|.*\n\|[-|]+\n((?:\|.*\n)+)", page, re.M).group(1).splitlines()
+    return [[cell.strip() for cell in line.strip()[1:-1].split("|")] for line in rows]
+
+
+def test_home_page_opens_with_the_scorecard_of_every_profile_and_its_findings(tiny_build):
+    """"What this build found" is `model_scorecard`, whose numbers are recomputed here with numpy
+    from the rows behind them (model payoffs against the equilibrium's, the simulated seats, the
+    nemesis gains at the start state and everywhere): a row per profile in the pages' order, 4
+    decimals, the equilibrium's deviations blank; and its sentences name the models with the
+    smallest and the largest of each number."""
+    import duckdb
+    import numpy as np
+    import pandas as pd
+
+    con = duckdb.connect(str(tiny_build["warehouse"]), read_only=True)
+    values = con.execute("""SELECT model, payoff, equilibrium, payoff_pa, equilibrium_pa FROM model_values
+                            WHERE game = 'tiny'""").df()
+    values["rel"] = (values.payoff - values.equilibrium).abs() / values.equilibrium * 100
+    values["rel_pa"] = (values.payoff_pa - values.equilibrium_pa).abs() / values.equilibrium_pa * 100
+    values["abs"] = (values.payoff - values.equilibrium).abs()
+    truth = values.groupby("model")[["rel", "rel_pa", "abs"]].mean()
+    seats = con.execute("SELECT model, roi_pct, roi_se_pct FROM simulation WHERE game = 'tiny'").df()
+    sim = seats.groupby("model").agg(roi=("roi_pct", "mean"),
+                                     se=("roi_se_pct", lambda s: np.sqrt(np.square(s).sum()) / len(s)))
+    players, pool, start = con.execute("SELECT players, prize_pool, start FROM games WHERE game = 'tiny'").fetchone()
+    gains = con.execute("""SELECT n.profile AS model, n.gain, s.stacks FROM nemesis_values n
+                           JOIN states s USING (game, players, state_id) WHERE n.game = 'tiny'""").df()
+    at_start = gains[gains.stacks.map(lambda x: list(x) == list(start))].groupby("model").gain.mean() / (pool / players) * 100
+    card = con.execute("SELECT * FROM model_scorecard WHERE game = 'tiny'").df().set_index("model")
+    assert set(card.index) == set(truth.index) | set(sim.index) | set(at_start.index) | {"equilibrium"}
+    assert len(card) == 7 and card.loc["equilibrium", ["mapd_pct", "mapd_pa_pct", "mad"]].isna().all()
+    for model in truth.index:
+        np.testing.assert_allclose(card.loc[model, ["mapd_pct", "mapd_pa_pct", "mad"]], truth.loc[model], rtol=1e-9)
+    for model in card.index:
+        np.testing.assert_allclose(card.loc[model, ["sim_roi_pct", "sim_roi_se_pct"]], sim.loc[model], rtol=1e-9)
+        assert card.loc[model, "nemesis_start_roi_pct"] == pytest.approx(at_start[model], rel=1e-9)
+        assert card.loc[model, "nemesis_max_gain"] == pytest.approx(gains[gains.model == model].gain.max(), rel=1e-12)
+
+    page = (tiny_build["site"].parent / "docs" / "index.md").read_text()
+    rows = _scorecard_rows(page)
+    assert [r[0] for r in rows] == ["equilibrium", "harville", "weitzman", "roberts", "FGS-1", "FGS-2", "FGS-3"]
+    columns = ["mapd_pct", "mapd_pa_pct", "mad", "sim_roi_pct", "sim_roi_se_pct", "nemesis_start_roi_pct",
+               "nemesis_max_gain"]
+    for model, *shown in rows:
+        assert shown == ["" if pd.isna(x) else f"{x:.4f}" for x in card.loc[model, columns]], model
+    found = page.split("## What this build found")[1].split("The table says")[0]
+    named = {"harville": "Harville", "weitzman": "Weitzman", "roberts": "Roberts"}
+    models = card.drop(index="equilibrium")
+    low, high = (named.get(m, m) for m in (models.mapd_pct.idxmin(), models.mapd_pct.idxmax()))
+    assert f"{low} is the closest to the equilibrium (MAPD {models.mapd_pct.min():.2f} %) and {high} the farthest" in found
+    best, worst = (named.get(m, m) for m in (models.sim_roi_pct.idxmax(), models.sim_roi_pct.idxmin()))
+    assert f"a player on {best}'s strategies does best" in found and f"one on {worst}'s worst" in found
+    least, most = (named.get(m, m) for m in (models.nemesis_start_roi_pct.idxmin(),
+                                             models.nemesis_start_roi_pct.idxmax()))
+    assert f"wins least against {least}'s profile" in found and f"most against {most}'s" in found
+    assert "A blank cell is an analysis" not in page  # every model has every number here
+
+
+def test_the_findings_compare_two_models_or_more_and_skip_missing_numbers():
+    """A sentence needs two models with the number (one model cannot be both the closest and the
+    farthest); the equilibrium's row and blank cells take no part."""
+    import numpy as np
+    import pandas as pd
+
+    from sitegen.pages_home import scorecard_findings
+
+    nan = np.nan
+    card = pd.DataFrame({"model": ["equilibrium", "harville", "FGS-1", "roberts"],
+                         "mapd_pct": [nan, 10.0, 2.0, nan], "sim_roi_pct": [-9.0, -1.5, nan, nan],
+                         "sim_roi_se_pct": [0.1, 0.2, nan, nan], "nemesis_start_roi_pct": [0.0, 4.0, 1.0, 7.0]})
+    assert scorecard_findings(card) == [
+        "In payoffs, FGS-1 is the closest to the equilibrium (MAPD 2.00 %) and Harville the farthest (10.00 %).",
+        "A nemesis wins least against FGS-1's profile from the start state (1.00 % of a fair share) and most "
+        "against Roberts's (7.00 %)."]
+    card.loc[2, ["sim_roi_pct", "sim_roi_se_pct"]] = [0.25, 0.05]
+    assert scorecard_findings(card)[1] == ("In play, a player on FGS-1's strategies does best against an equilibrium "
+                                           "table (ROI +0.25 ± 0.05 %) and one on Harville's worst (-1.50 ± 0.20 %).")

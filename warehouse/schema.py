@@ -522,3 +522,39 @@ _add(Table(
       SELECT n.game, n.model, n.players, n.state_id, n.node, n.actor, h.class_id, h.label,
              n.jam[h.class_id + 1] AS jam_probability
       FROM model_nodes n CROSS JOIN hand_classes h"""))
+
+_add(Table(
+    "model_scorecard",
+    "The home page's headline: one row per game and profile (the equilibrium, then each model), how far the "
+    "profile is from the equilibrium in payoffs (`deviation_summary`, all layers), in play (`simulation_summary`) "
+    "and how exploitable its strategies are (`ex_post`). NULL where that analysis has not run for the profile yet "
+    "(a `--skip-models` build compares the ICM family's payoffs but plays and checks only the equilibrium) or does "
+    "not apply (the equilibrium's deviation from itself).",
+    (GAME, _c("model", "VARCHAR", "'equilibrium' or a model (see `model_values`)"),
+     _c("mapd_pct", "DOUBLE", "mean |payoff − equilibrium| / equilibrium over every (state, position), % "
+                              "(`deviation_summary`, plain)"),
+     _c("mapd_pa_pct", "DOUBLE", "the same, position-averaged, %"),
+     _c("mad", "DOUBLE", "mean |payoff − equilibrium| over every (state, position), $ (plain)"),
+     _c("sim_roi_pct", "DOUBLE", "ROI of one player on the profile's strategies against an equilibrium table, mean "
+                                 "over his starting seats, % (`simulation_summary.mean_roi_pct`; the equilibrium's "
+                                 "row is the control)"),
+     _c("sim_roi_se_pct", "DOUBLE", "its standard error, %"),
+     _c("nemesis_start_roi_pct", "DOUBLE", "a nemesis's mean gain over the start state's positions against the "
+                                           "profile, as a share of the fair share, % (`ex_post.start_mean_roi_pct`)"),
+     _c("nemesis_max_gain", "DOUBLE", "the largest nemesis gain over every (state, position) checked, $ "
+                                      "(`ex_post.all_max_gain`)")),
+    key=(), kind="view",
+    view_sql="""
+      WITH d AS (
+        SELECT game, model, max(mapd_pct) FILTER (WHERE averaging = 'plain') AS mapd_pct,
+               max(mapd_pct) FILTER (WHERE averaging = 'position-averaged') AS mapd_pa_pct,
+               max(mad) FILTER (WHERE averaging = 'plain') AS mad
+        FROM deviation_summary WHERE players IS NULL GROUP BY game, model),
+      s AS (SELECT game, model, mean_roi_pct AS sim_roi_pct, mean_roi_se_pct AS sim_roi_se_pct
+            FROM simulation_summary),
+      x AS (SELECT game, profile AS model, start_mean_roi_pct AS nemesis_start_roi_pct,
+                   all_max_gain AS nemesis_max_gain FROM ex_post),
+      k AS (SELECT game, model FROM d UNION SELECT game, model FROM s UNION SELECT game, model FROM x)
+      SELECT k.game, k.model, d.mapd_pct, d.mapd_pa_pct, d.mad, s.sim_roi_pct, s.sim_roi_se_pct,
+             x.nemesis_start_roi_pct, x.nemesis_max_gain
+      FROM k LEFT JOIN d USING (game, model) LEFT JOIN s USING (game, model) LEFT JOIN x USING (game, model)"""))

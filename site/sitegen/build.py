@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sitegen import pages, pages_equilibrium, pages_models
+from sitegen import pages, pages_equilibrium, pages_home, pages_models
 from sitegen.embed import write_assets, write_atomic
 from warehouse import db
 
@@ -25,7 +25,7 @@ COMPARISON_PAGES = {"models.md"}  # the equilibrium and the ICM family's payoffs
 MODEL_PAGES = {"model-ranges.md", "ex-post.md"}
 SIMULATION_PAGES = {"simulation.md"}  # the equilibrium's control needs no model sweep
 PAGES = {
-    "index.md": pages.home_page,
+    "index.md": pages_home.home_page,
     "showdown.md": pages.showdown_page,
     "equity-models.md": pages.equity_models_page,
     "equilibrium.md": pages_equilibrium.equilibrium_page,

@@ -104,19 +104,6 @@ def game_info(con: duckdb.DuckDBPyConnection, game: str) -> dict:
     return {**json.loads(row[0]), "pairs_id": row[1], "triples_id": row[2]}
 
 
-CONFIG_FIELDS = ("name", "players", "units", "payouts", "gamma", "start", "rollout_pairs", "rollout_triples",
-                 "rollout_samples", "rollout_seed", "examples", "fgs_depth", "simulation_tournaments",
-                 "direct_match_tournaments", "simulation_seed")
-"""The fields of a game config (`engine.config.GameConfig`, read here from the warehouse's `games`
-row: the site does not import the engine), in the order a config file lists them."""
-
-
-def game_toml(cfg: dict) -> str:
-    """The game's config as a TOML file that `./lab build --config` reads back to the same game
-    (JSON's numbers, strings and lists are TOML's too)."""
-    return "\n".join(f"{key} = {json.dumps(cfg[key])}" for key in CONFIG_FIELDS if key in cfg)
-
-
 def is_solved(con: duckdb.DuckDBPyConnection, game: str) -> bool:
     """The game's equilibrium is in the warehouse: its pages (Equilibrium, Push/fold charts, Solve
     quality) are built."""
@@ -150,95 +137,6 @@ def tables_used(cfg: dict) -> str:
     if cfg["triples_id"] is None:
         return f"rollout = '{cfg['pairs_id']}' AND kind = 'pairs'"
     return (f"(rollout, kind) IN (('{cfg['pairs_id']}', 'pairs'), ('{cfg['triples_id']}', 'triples'))")
-
-
-def home_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
-    cfg = game_info(con, game)
-    builds_sql = f"""SELECT kind, rollout, mode, boards_per_matchup, precision, rows, round(wall_s, 1) AS wall_s,
-       date_trunc('second', built_at) AS built_at
-FROM rollout_tables WHERE {tables_used(cfg)} ORDER BY kind"""
-    builds = con.execute(builds_sql).df()
-    params = pd.DataFrame([
-        ("players", cfg["players"]), ("units (SB = 1, BB = 2)", cfg["units"]),
-        ("payouts ($)", ", ".join(f"{p:g}" for p in cfg["payouts"])), ("gamma ($ per hand)", cfg["gamma"]),
-        ("start stacks (acting order)", ", ".join(map(str, cfg["start"]))),
-        ("pair table", cfg["pairs_id"]), ("triple table", cfg["triples_id"] or "none (a heads-up game)")],
-        columns=["parameter", "value"])
-    solved = is_solved(con, game)
-    equilibrium_links = ("- [Equilibrium](equilibrium.md) — equilibrium payoffs, finishing and winning probabilities by stack.\n"
-                         "- [Push/fold charts](push-fold.md) — jam ranges at every decision node of notable states, "
-                         "and of any state picked from a layer small enough to put on the page.\n"
-                         "- [Solve quality](solve-quality.md) — per-state exploitability and the PI-CFR+ convergence log.\n"
-                         if solved else "")
-    model_links = ("- [Models vs equilibrium](models.md) — each model's payoffs against the equilibrium's: deviation "
-                   "statistics, by stack size, FGS depth.\n" if is_compared(con, game) else "")
-    model_links += ("- [Model ranges](model-ranges.md) — the models' jamming and calling ranges at every decision "
-                    "node of the start state next to the equilibrium's.\n"
-                    "- [Ex post](ex-post.md) — how much a nemesis wins against each model's strategy profile.\n"
-                    if is_modelled(con, game) else "")
-    model_links += ("- [Simulation](simulation.md) — Monte Carlo tournaments from the start state: the equilibrium "
-                    "against itself (the control), one model player against an equilibrium table, and direct "
-                    "matches against Harville (a build still sweeping its models says which are to come).\n"
-                    if is_simulated(con, game) else "")
-    return f"""# The open tournament equity lab
-
-This site publishes a reproducible study of **poker tournament endgames** played jam-or-fold by 2–5
-players: it builds exact all-in showdown tables for the 169 preflop hand classes, evaluates the
-popular tournament *equity models* (ICM / Malmuth-Harville, Malmuth-Weitzman, Roberts, and Future
-Game Simulation), solves the whole tournament to a near-exact Nash equilibrium, and measures against
-it how wrong those models are: in payoffs, in play, and in tournaments played out.
-
-Every number on these pages is a row of a table or view in the DuckDB warehouse; the
-[Warehouse](warehouse.md) page lists them all, and each page ends with the SQL behind it. A
-reference such as "SPEC §6" names the section of the lab's rulebook (`SPEC.md`, the rules of the
-game, the tables, the models and the analyses) where a definition comes from; the rulebook is kept
-beside the code, not published here, and each page says in its own words what it shows.
-
-## This build: game `{game}`
-
-{site_table(params)}
-
-### Showdown tables used
-
-{site_table(builds) if len(builds) else "_not built yet_"}
-
-Exact tables enumerate every board for every deal (suit symmetry and board grouping make that
-fast); sampled tables draw a stated number of boards per matchup with a fixed seed, and
-`precision` is the largest standard error of any probability in the table.
-
-## Reproduce it
-
-This game's config, as built (save it as `{game}.toml`):
-
-```toml
-{game_toml(cfg)}
-```
-
-```bash
-# in a checkout of the lab's repository, with {game}.toml saved in it:
-./lab build --config {game}.toml           # the environment from uv.lock, the game, this site
-./lab test                                 # the test suite
-JAMFOLD_CONFIG={game}.toml ./lab dagster   # the Dagster UI on the game's assets
-```
-
-`./lab build` alone builds the default game `quick`, and `--profile gs08` or `--profile thesis`
-the lab's other named games. The warehouse is `warehouse/lab.duckdb`; query it with
-`./lab jamfold sql "SELECT * FROM games"` (read-only; `--csv` for every row as CSV), from the
-lab's Python (`.venv/bin/python`) with `duckdb.connect(..., read_only=True)`, or with DuckDB's
-own shell, `duckdb -readonly warehouse/lab.duckdb`, if you installed it.
-
-## Query it
-
-The game's parameters (its config as JSON, with the prize pool) and the showdown tables it used:
-{query_block(f"SELECT * FROM games WHERE game = '{game}'")}
-{query_block(builds_sql)}
-
-## Pages
-
-- [Showdown tables](showdown.md) — heads-up equity of every class against every class, notable matchups.
-- [Equity models](equity-models.md) — the three models on the config's example stacks and across the game's states.
-{equilibrium_links}{model_links}- [Warehouse](warehouse.md) — every table and view, its columns and units, and example queries.
-"""
 
 
 def showdown_page(con: duckdb.DuckDBPyConnection, game: str) -> str:
