@@ -1612,7 +1612,8 @@ def test_home_page_opens_with_the_scorecard_of_every_profile_and_its_findings(ti
     players, pool, start = con.execute("SELECT players, prize_pool, start FROM games WHERE game = 'tiny'").fetchone()
     gains = con.execute("""SELECT n.profile AS model, n.gain, s.stacks FROM nemesis_values n
                            JOIN states s USING (game, players, state_id) WHERE n.game = 'tiny'""").df()
-    at_start = gains[gains.stacks.map(lambda x: list(x) == list(start))].groupby("model").gain.mean() / (pool / players) * 100
+    start_rows = gains[gains.stacks.map(lambda x: list(x) == list(start))]
+    at_start = start_rows.groupby("model").gain.mean() / (pool / players) * 100
     card = con.execute("SELECT * FROM model_scorecard WHERE game = 'tiny'").df().set_index("model")
     assert set(card.index) == set(truth.index) | set(sim.index) | set(at_start.index) | {"equilibrium"}
     assert len(card) == 7 and card.loc["equilibrium", ["mapd_pct", "mapd_pa_pct", "mad"]].isna().all()
@@ -1634,7 +1635,8 @@ def test_home_page_opens_with_the_scorecard_of_every_profile_and_its_findings(ti
     named = {"harville": "Harville", "weitzman": "Weitzman", "roberts": "Roberts"}
     models = card.drop(index="equilibrium")
     low, high = (named.get(m, m) for m in (models.mapd_pct.idxmin(), models.mapd_pct.idxmax()))
-    assert f"{low} is the closest to the equilibrium (MAPD {models.mapd_pct.min():.2f} %) and {high} the farthest" in found
+    closest = f"{low} is the closest to the equilibrium (MAPD {models.mapd_pct.min():.2f} %) and {high} the farthest"
+    assert closest in found
     best, worst = (named.get(m, m) for m in (models.sim_roi_pct.idxmax(), models.sim_roi_pct.idxmin()))
     assert f"a player on {best}'s strategies does best" in found and f"one on {worst}'s worst" in found
     least, most = (named.get(m, m) for m in (models.nemesis_start_roi_pct.idxmin(),
