@@ -1664,3 +1664,10 @@ def test_the_findings_compare_two_models_or_more_and_skip_missing_numbers():
     card.loc[2, ["sim_roi_pct", "sim_roi_se_pct"]] = [0.25, 0.05]
     assert scorecard_findings(card)[1] == ("In play, a player on FGS-1's strategies does best against an equilibrium "
                                            "table (ROI +0.25 ± 0.05 %) and one on Harville's worst (-1.50 ± 0.20 %).")
+    # 3 standard errors of the difference apart, and just under: a difference the simulation cannot tell
+    card.loc[2, "sim_roi_pct"] = -1.5 + 3 * np.hypot(0.2, 0.05)
+    assert scorecard_findings(card)[1].startswith("In play, a player on FGS-1's strategies does best")
+    card.loc[2, "sim_roi_pct"] = -1.5 + 2.99 * np.hypot(0.2, 0.05)
+    assert scorecard_findings(card)[1] == ("In play, the models' simulated ROIs (-1.50 to -0.88 %) differ by less "
+                                           "than 3 standard errors of the difference: these tournaments do not tell "
+                                           "the models apart.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from sitegen.charts import ICM_FAMILY
@@ -31,6 +32,11 @@ def scorecard_sql(game: str) -> str:
     return f"""SELECT model, mapd_pct, mapd_pa_pct, mad, sim_roi_pct, sim_roi_se_pct, nemesis_start_roi_pct,
        nemesis_max_gain
 FROM model_scorecard WHERE game = '{game}' ORDER BY {report_order()}"""
+
+
+PLAY_RANKED_AT = 3
+"""The findings name the best and the worst model in play only when their simulated ROIs differ by
+at least this many standard errors of the difference (the ROIs are Monte Carlo means)."""
 
 
 def model_name(model: str) -> str:
@@ -60,9 +66,14 @@ def scorecard_findings(card: pd.DataFrame) -> list[str]:
     play = _extremes(card, "sim_roi_pct")
     if play is not None:
         low, high = play
-        found.append(f"In play, a player on {model_name(high.model)}'s strategies does best against an equilibrium "
-                     f"table (ROI {high.sim_roi_pct:+.2f} ± {high.sim_roi_se_pct:.2f} %) and one on "
-                     f"{model_name(low.model)}'s worst ({low.sim_roi_pct:+.2f} ± {low.sim_roi_se_pct:.2f} %).")
+        if high.sim_roi_pct - low.sim_roi_pct >= PLAY_RANKED_AT * np.hypot(high.sim_roi_se_pct, low.sim_roi_se_pct):
+            found.append(f"In play, a player on {model_name(high.model)}'s strategies does best against an "
+                         f"equilibrium table (ROI {high.sim_roi_pct:+.2f} ± {high.sim_roi_se_pct:.2f} %) and one on "
+                         f"{model_name(low.model)}'s worst ({low.sim_roi_pct:+.2f} ± {low.sim_roi_se_pct:.2f} %).")
+        else:
+            found.append(f"In play, the models' simulated ROIs ({low.sim_roi_pct:+.2f} to {high.sim_roi_pct:+.2f} %) "
+                         f"differ by less than {PLAY_RANKED_AT} standard errors of the difference: these "
+                         f"tournaments do not tell the models apart.")
     nemesis = _extremes(card, "nemesis_start_roi_pct")
     if nemesis is not None:
         low, high = nemesis
