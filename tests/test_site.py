@@ -802,15 +802,17 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def _rendered_dom(url: str, *flags: str) -> str:
+def _rendered_dom(url: str, *flags: str, file_access: bool = True) -> str:
     """The page's DOM after its scripts ran, from a headless Chromium with a profile folder of its
-    own (two test workers may run one each at the same time)."""
+    own (two test workers may run one each at the same time). ``file_access=False`` leaves out
+    ``--allow-file-access-from-files``: a browser as its users run it."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         cmd = [_chromium(), *flags, f"--user-data-dir={profile}", "--headless", "--no-sandbox", "--disable-gpu",
                "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run", "--disable-quic", "--allow-file-access-from-files",
+               "--disable-sync", "--no-first-run", "--disable-quic",
+               *(["--allow-file-access-from-files"] if file_access else []),
                "--virtual-time-budget=30000", "--dump-dom", url]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
 
@@ -1671,3 +1673,46 @@ def test_the_findings_compare_two_models_or_more_and_skip_missing_numbers():
     assert scorecard_findings(card)[1] == ("In play, the models' simulated ROIs (-1.50 to -0.88 %) differ by less "
                                            "than 3 standard errors of the difference: these tournaments do not tell "
                                            "the models apart.")
+
+
+_SEARCH_PROBE = """<script>setTimeout(function () {
+  document.querySelector("label[for=__search]").click();
+  setTimeout(function () {
+    var input = document.querySelector("input.md-search__input");
+    input.focus();
+    input.value = "Harville";
+    input.dispatchEvent(new KeyboardEvent("keyup", {bubbles: true, key: "e"}));
+    setTimeout(function () {
+      var meta = document.querySelector(".md-search-result__meta");
+      var hits = Array.prototype.map.call(document.querySelectorAll(".md-search-result__item a"),
+                                          function (a) { return a.getAttribute("href"); });
+      document.body.setAttribute("data-search", (meta ? meta.textContent.trim() : "none") + "|" + hits.join(" "));
+    }, 3000);
+  }, 2000);
+}, 2000);</script></body>"""
+
+
+@pytest.mark.browser
+def test_the_search_finds_pages_in_a_site_opened_from_disk(tiny_build):
+    """The site works from disk with no network, its search too: in headless Chromium, without the
+    flag that lets file:// pages read files (a browser as its users run it), opening the search and
+    typing "Harville" lists the pages that name him. Browsers refuse a web worker from file://, so
+    the search needs mkdocs-material's offline plugin (its index as a script) and iframe-worker's
+    shim, which the site carries in its own assets: no page loads a script from the network (the
+    plugin's default, unpkg.com)."""
+    site = tiny_build["site"]
+    for page in site.glob("*.html"):
+        assert not re.findall(r'<script[^>]+src="(?:https?:)?//', page.read_text()), page.name
+    assert (site / "search" / "search_index.js").exists() and (site / "assets" / "iframe-worker-shim.js").exists()
+    if not _chromium():
+        pytest.skip("chromium is not installed (./lab test installs Debian's chromium when run as root)")
+    probe = site / "probe-search.html"
+    probe.write_text((site / "index.html").read_text().replace("</body>", _SEARCH_PROBE, 1))
+    try:
+        dom = _rendered_dom(probe.as_uri(), "--window-size=1400,2000", file_access=False)
+    finally:
+        probe.unlink()
+    meta, hits = re.search(r'data-search="([^"|]*)\|([^"]*)"', dom).groups()
+    assert re.fullmatch(r"\d+ matching documents?", meta.strip()), meta
+    pages = {href.split("#")[0].rsplit("/", 1)[-1] for href in hits.split()}
+    assert {"equity-models.html", "simulation.html"} <= pages, hits

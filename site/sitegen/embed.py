@@ -58,8 +58,14 @@ CHARTS_CSS = """\
 """
 
 
+WORKER_SHIM = Path(__file__).resolve().parents[1] / "vendor" / "iframe-worker" / "shim.js"
+"""iframe-worker's shim, which mkdocs-material's offline plugin needs for the search to work from
+disk (see site/vendor/iframe-worker/README.md)."""
+
+
 def write_assets(docs_dir: Path) -> None:
-    """Write the vega bundle, the chart renderer and the charts' stylesheet into ``docs_dir/assets``."""
+    """Write the vega bundle, the chart renderer, the charts' stylesheet and the search's worker shim
+    into ``docs_dir/assets``."""
     target = docs_dir / "assets"
     target.mkdir(parents=True, exist_ok=True)
     # The bundle (0.9 MB, 2 s to make) is kept between builds, stamped with the vl-convert version
@@ -72,6 +78,7 @@ def write_assets(docs_dir: Path) -> None:
         write_atomic(stamp, f"{vlc.__version__} {bundle.stat().st_size}\n")
     write_atomic(target / "charts.js", CHARTS_JS)
     write_atomic(target / "charts.css", CHARTS_CSS)
+    write_atomic(target / "iframe-worker-shim.js", WORKER_SHIM.read_text())  # the search from disk (mkdocs.yml)
 
 
 @functools.cache
