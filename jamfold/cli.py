@@ -141,10 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--stacks", required=True, nargs="+", metavar="UNITS",
                     help="stacks in acting order, summing to the game's units: e.g. 4 3 3 (quick), "
                          "1 41 3 (--profile gs08)")
+    st.add_argument("--model", help="also this model's payoffs, its ranges at every node and what a nemesis gains "
+                                    "against them: harville, weitzman, roberts or FGS-1 … FGS-D")
     st.add_argument("--warehouse", default=None, help=WAREHOUSE_HELP)
     st.add_argument("--json", action="store_true",
                     help="keys: game, stacks, positions, equilibrium and icm ($ per position), finishing (positions × "
-                         "places; null until the layer's finishing_<n>p is materialized), exploitability ($), nodes")
+                         "places; null until the layer's finishing_<n>p is materialized), exploitability ($), nodes; "
+                         "with --model, model: name, payoff, nemesis_gain ($ per position; null until ex_post_models "
+                         "is materialized) and nodes")
     st.set_defaults(func=cmd_state)
 
     sm = sub.add_parser("simulate", help="Monte Carlo tournaments on the warehouse's solved profiles: the equilibrium "

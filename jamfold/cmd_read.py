@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from jamfold.common import UsageError, config_from_args, game_flag, missing_game, whole_stacks
+from jamfold.common import UsageError, config_from_args, game_flag, game_model, missing_game, whole_stacks
 
 
 # ---------------------------------------------------------------- sql
@@ -132,12 +132,13 @@ def cmd_progress(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- state
 def cmd_state(args: argparse.Namespace) -> None:
-    from engine.cards import CLASS_COMBO_COUNT, class_label, range_string
+    from engine.cards import class_label
     from engine.config import position_names
     from warehouse import db
 
     cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg)
+    model_name = game_model(args.model, cfg)
     n = len(stacks)
     with db.session(args.warehouse, read_only=True) as con:
         row = con.execute("SELECT state_id FROM states WHERE game = ? AND players = ? AND stacks = ?",
@@ -163,31 +164,86 @@ def cmd_state(args: argparse.Namespace) -> None:
                            [cfg.name, n, sid]).fetchone()[0]
         nodes = con.execute("SELECT actor_name, jammed_before, jam FROM equilibrium_nodes WHERE game = ? AND players = ? "
                             "AND state_id = ? ORDER BY node", [cfg.name, n, sid]).fetchall()
+        model = None if model_name is None else _model_in_state(con, args, cfg, model_name, n, sid)
     positions = list(position_names(n))
-    node_list = [{"actor": actor, "jammed_before": list(before), "jam": {class_label(c): float(p) for c, p in enumerate(jam)}}
+    labels = [class_label(c) for c in range(169)]
+    node_list = [{"actor": actor, "jammed_before": list(before), "jam": dict(zip(labels, map(float, jam)))}
                  for actor, before, jam in nodes]
+    if model is not None:
+        model["nodes"] = [{**node, "jam": dict(zip(labels, map(float, jam)))}
+                          for node, jam in zip(node_list, model.pop("jams"), strict=True)]
     if args.json:
         print(json.dumps({"game": cfg.name, "stacks": stacks, "positions": positions, "equilibrium": eq, "icm": icm,
                           "finishing": None if fin is None else fin.tolist(), "exploitability": expl,
-                          "nodes": node_list}))
+                          "nodes": node_list, **({} if model is None else {"model": model})}))
         return
     print(f"game '{cfg.name}': stacks {stacks} (units; SB = 1, BB = 2), exploitability of the hand {expl:.2e} $")
     places = "" if fin is None else " " + " ".join(f"{'P' + str(q + 1):>6}" for q in range(n))
-    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9}" + places)
+    heading = "" if model is None else f" {model_name + ' $':>{MODEL_WIDTH}}"
+    print(f"{'pos':>4} {'stack':>6} {'equilibrium $':>14} {'ICM $':>9}{heading}" + places)
     for p in range(n):
         probs = "" if fin is None else " " + " ".join(f"{fin[p, q]:6.3f}" for q in range(n))
-        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {'' if icm is None else f'{icm[p]:.4f}':>9}" + probs)
+        beside = "" if model is None else f" {model['payoff'][p]:>{MODEL_WIDTH}.4f}"
+        print(f"{positions[p]:>4} {stacks[p]:>6} {eq[p]:>14.4f} {'' if icm is None else f'{icm[p]:.4f}':>9}{beside}"
+              + probs)
     if icm is None:
         print("ICM payoffs: not computed yet (materialize equity_model_tables)")
     if fin is None:
         print(f"finishing probabilities: not computed yet (materialize finishing_{n}p)")
+    if model is not None:
+        print(_nemesis_line(model_name, model["nemesis_gain"], positions))
     if not node_list:
         print("\nno decision in this hand: the blinds put players all in, and the rest is automatic (SPEC §2)")
-    for node in node_list:
+    for k, node in enumerate(node_list):
         before = ", ".join(node["jammed_before"]) or "nobody"
-        pure = [c for c, (lab, p) in enumerate(node["jam"].items()) if p >= 0.999]
-        mixed = [(lab, p) for lab, p in node["jam"].items() if 0.001 < p < 0.999]
-        share = 100 * sum(p * CLASS_COMBO_COUNT[c] for c, p in enumerate(node["jam"].values())) / 1326
-        print(f"\n{node['actor']} after {before} jammed: jams {range_string(pure) or 'nothing'}"
-              + (f"; mixes {', '.join(f'{lab} {p:.3f}' for lab, p in mixed)}" if mixed else "")
-              + f"  ({share:.1f}% of hands)")
+        print(f"\n{node['actor']} after {before} jammed: {_range_text(node['jam'])}")
+        if model is not None:
+            print(f"{'':>4}{model_name}: {_range_text(model['nodes'][k]['jam'])}")
+
+
+MODEL_WIDTH = 11
+"""The width of the model's payoff column in `jamfold state --model` (FGS-10 $ fits)."""
+
+
+def _range_text(jam: dict[str, float]) -> str:
+    """One node's range for a person: the classes it jams (probability ≥ 0.999, as a range string),
+    those it mixes with their probabilities, and its share of the 1,326 hands (%)."""
+    from engine.cards import CLASS_COMBO_COUNT, range_string
+
+    pure = [c for c, p in enumerate(jam.values()) if p >= 0.999]
+    mixed = [(lab, p) for lab, p in jam.items() if 0.001 < p < 0.999]
+    share = 100 * sum(p * CLASS_COMBO_COUNT[c] for c, p in enumerate(jam.values())) / 1326
+    return (f"jams {range_string(pure) or 'nothing'}" + (f"; mixes {', '.join(f'{lab} {p:.3f}' for lab, p in mixed)}"
+                                                         if mixed else "") + f"  ({share:.1f}% of hands)")
+
+
+def _model_in_state(con, args: argparse.Namespace, cfg, model: str, n: int, sid: int) -> dict:
+    """``model``'s payoffs ($ per position), its jam probabilities at each of the state's decision
+    nodes (node order, as the equilibrium's) and, where its ex post check has run, the gain ($) of a
+    nemesis in each position when everybody else plays the model's strategies from here on.
+    Missing payoffs or strategies are an error naming the asset that makes them."""
+    payoff = [v for (v,) in con.execute("SELECT payoff FROM model_values WHERE game = ? AND model = ? AND players = ? "
+                                        "AND state_id = ? ORDER BY position", [cfg.name, model, n, sid]).fetchall()]
+    if not payoff:
+        asset = "fgs_strategies" if model.startswith("FGS-") else "equity_model_tables"
+        raise UsageError(f"--model: the {model} payoffs of game '{cfg.name}' are not computed yet "
+                         f"(materialize {asset})")
+    swept, = con.execute("SELECT count(*) FROM model_sweeps WHERE game = ? AND model = ? AND players = ?",
+                         [cfg.name, model, n]).fetchone()
+    if not swept:
+        raise UsageError(f"--model: the warehouse holds no {model} strategies of the {n}-player layer of game "
+                         f"'{cfg.name}' (its model sweep has not run: ./lab build {game_flag(args)} without "
+                         "--skip-models)")
+    jams = [list(j) for (j,) in con.execute("SELECT jam FROM model_nodes WHERE game = ? AND model = ? AND players = ? "
+                                            "AND state_id = ? ORDER BY node", [cfg.name, model, n, sid]).fetchall()]
+    gain = [g for (g,) in con.execute("SELECT gain FROM nemesis_values WHERE game = ? AND profile = ? AND players = ? "
+                                      "AND state_id = ? ORDER BY position", [cfg.name, model, n, sid]).fetchall()]
+    return {"name": model, "payoff": payoff, "nemesis_gain": gain or None, "jams": jams}
+
+
+def _nemesis_line(model: str, gain: list[float] | None, positions: list[str]) -> str:
+    """What a nemesis gains against ``model``'s strategies in this state, position by position."""
+    if gain is None:
+        return f"{model}'s strategies ex post: not computed yet (materialize ex_post_models)"
+    return (f"{model}'s strategies ex post (everybody else playing them from here on), a nemesis gains: "
+            + ", ".join(f"{pos} {g:.4f} $" for pos, g in zip(positions, gain)))

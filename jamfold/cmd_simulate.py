@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from jamfold.common import UsageError, config_from_args, game_flag, require_game, whole_stacks
+from jamfold.common import UsageError, config_from_args, game_flag, game_model, require_game, whole_stacks
 
 MAX_CLI_TOURNAMENTS = 10**10
 """The most tournaments `jamfold simulate` plays per seat (the configs' `simulation_tournaments` bound)."""
@@ -20,7 +20,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     simulation costs too (tournaments a second, hands a tournament, decisions and showdowns a hand):
     the simulation's speed goal (a million tournaments a second from the 45-unit 5-player start)
     measured on the real equilibrium rather than the bench's synthetic profile."""
-    from engine.config import MAX_SIMULATION_SEED, model_names, position_names
+    from engine.config import MAX_SIMULATION_SEED, position_names
 
     cfg = config_from_args(args)
     stacks = whole_stacks(args.stacks, cfg) if args.stacks else list(cfg.start)
@@ -30,9 +30,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         raise UsageError(f"--tournaments: must be a whole number from 1 to 10^10 (got {args.tournaments})")
     if args.seed is not None and not 0 <= args.seed <= MAX_SIMULATION_SEED:
         raise UsageError(f"--seed: must be from 0 to 10^12 (got {args.seed})")
-    models = model_names(cfg.fgs_depth)
-    if args.model is not None and args.model not in models:
-        raise UsageError(f"--model: game '{cfg.name}' has the models {', '.join(models)} (got {args.model!r})")
+    game_model(args.model, cfg)
     if args.tournaments is None:
         args.tournaments = cfg.simulation_tournaments
     if args.hero is not None:

@@ -91,6 +91,16 @@ def require_game(con, args: argparse.Namespace, cfg, path: Path) -> None:
         raise missing_game(con, args, cfg, f"is not in the warehouse {path}")
 
 
+def game_model(name: str | None, cfg) -> str | None:
+    """``--model`` as one of the game's models (the ICM family, then FGS-1 … its fgs_depth), or None."""
+    from engine.config import model_names
+
+    models = model_names(cfg.fgs_depth)
+    if name is not None and name not in models:
+        raise UsageError(f"--model: game '{cfg.name}' has the models {', '.join(models)} (got {name!r})")
+    return name
+
+
 def whole_stacks(values: list[str], cfg) -> list[int]:
     """`--stacks` as a state of the game: whole units, each ≥ 1, 2 to the game's players, summing to its units."""
     out = []

@@ -532,6 +532,82 @@ def test_state_prints_the_warehouses_numbers_and_icm_from_the_model(capsys, tiny
         assert all(float(mixed[label]) == pytest.approx(p, abs=5e-4) for label, p in expected.items())
 
 
+def test_state_with_a_model_prints_its_payoffs_ranges_and_nemesis_gains_beside_the_equilibrium(capsys, tiny_build,
+                                                                                               tmp_path):
+    """`state --model`: the model's payoffs (Weitzman's as the equity model gives them for the stacks),
+    its jam probabilities at every node (in the equilibrium's node order) and the nemesis's gains as
+    the warehouse holds them, in JSON and text; a model the game lacks is refused before the
+    warehouse is read; missing strategies or payoffs name what makes them, a missing ex post says so."""
+    import re
+    import shutil
+
+    import duckdb
+
+    from engine import equity_models
+    from engine.cards import CLASS_COMBO_COUNT, range_string
+
+    argv = ["state", "--config", str(tiny_build["config"]), "--stacks", "3", "2", "1"]
+    code, out, err = run(capsys, *argv, "--warehouse", str(tiny_build["warehouse"]), "--model", "weitzman", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    with duckdb.connect(str(tiny_build["warehouse"]), read_only=True) as con:
+        sid, = con.execute("SELECT state_id FROM states WHERE game = 'tiny' AND stacks = [3, 2, 1]").fetchone()
+        jams = [list(j) for j, in con.execute("SELECT jam FROM model_nodes WHERE game = 'tiny' AND model = 'weitzman' "
+                                               "AND players = 3 AND state_id = ? ORDER BY node", [sid]).fetchall()]
+        gains = [g for g, in con.execute("SELECT gain FROM nemesis_values WHERE game = 'tiny' AND profile = 'weitzman' "
+                                          "AND players = 3 AND state_id = ? ORDER BY position", [sid]).fetchall()]
+    weitzman = equity_models.payoffs(equity_models.weitzman([3, 2, 1]), [70.0, 30.0, 0.0])
+    model = data["model"]
+    assert model["name"] == "weitzman" and model["payoff"] == pytest.approx(weitzman.tolist(), rel=1e-9)
+    assert len(gains) == 3 and model["nemesis_gain"] == pytest.approx(gains, rel=1e-12)
+    assert len(jams) == len(data["nodes"]) >= 2
+    assert [list(node["jam"].values()) for node in model["nodes"]] == [pytest.approx(j, rel=1e-12) for j in jams]
+    assert [(m["actor"], m["jammed_before"]) for m in model["nodes"]] == [(e["actor"], e["jammed_before"])
+                                                                          for e in data["nodes"]]
+    assert jams != [list(node["jam"].values()) for node in data["nodes"]]  # (not the equilibrium's ranges again)
+    code, out, err = run(capsys, *argv, "--warehouse", str(tiny_build["warehouse"]), "--model", "weitzman")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].split()[:7] == ["pos", "stack", "equilibrium", "$", "ICM", "$", "weitzman"]
+    assert [float(line.split()[4]) for line in lines[2:5]] == [pytest.approx(x, abs=5e-5) for x in weitzman]
+    assert re.findall(r"(BU|SB|BB) ([\d.]+) \$", next(line for line in lines if "a nemesis gains" in line)) == [
+        (pos, f"{g:.4f}") for pos, g in zip(["BU", "SB", "BB"], gains)]
+    model_lines = [line for line in lines if line.startswith("    weitzman: jams ")]
+    assert len(model_lines) == len(jams)
+    for line, jam in zip(model_lines, jams):  # each right under its node's equilibrium line
+        assert lines[lines.index(line) - 1].split(" jammed: ")[0] in {f"{n['actor']} after "
+                                                                      f"{', '.join(n['jammed_before']) or 'nobody'}"
+                                                                      for n in data["nodes"]}
+        assert f" jams {range_string([c for c, p in enumerate(jam) if p >= 0.999]) or 'nothing'}" in line
+        share = float(re.search(r"\(([\d.]+)% of hands\)$", line).group(1))
+        assert share == pytest.approx(100 * float(np.dot(jam, CLASS_COMBO_COUNT)) / 1326, abs=0.05 + 1e-9)
+    # bad input, before the warehouse (which does not exist here) is opened
+    code, _, err = run(capsys, *argv, "--warehouse", str(tmp_path / "none.duckdb"), "--model", "icm")
+    assert code == 2 and "--model: game 'tiny' has the models harville, weitzman, roberts, FGS-1" in err
+    assert "(got 'icm')" in err and not (tmp_path / "none.duckdb").exists()
+    warehouse = tmp_path / "lab.duckdb"
+    shutil.copy(tiny_build["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM nemesis_values WHERE game = 'tiny' AND profile = 'weitzman'")
+    code, out, err = run(capsys, *argv, "--warehouse", str(warehouse), "--model", "weitzman", "--json")
+    assert code == 0 and json.loads(out)["model"]["nemesis_gain"] is None, err
+    code, out, err = run(capsys, *argv, "--warehouse", str(warehouse), "--model", "weitzman")
+    assert code == 0 and "weitzman's strategies ex post: not computed yet (materialize ex_post_models)" in out, err
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DELETE FROM model_sweeps WHERE game = 'tiny' AND model = 'weitzman' AND players = 3")
+        con.execute("DELETE FROM fgs_values WHERE game = 'tiny' AND depth = 1")
+    code, _, err = run(capsys, *argv, "--warehouse", str(warehouse), "--model", "weitzman")
+    assert code == 2 and "--model: the warehouse holds no weitzman strategies of the 3-player layer of game 'tiny' " \
+                         f"(its model sweep has not run: ./lab build --config {tiny_build['config']} without " \
+                         "--skip-models)" in err
+    code, _, err = run(capsys, *argv, "--warehouse", str(warehouse), "--model", "FGS-1")
+    assert code == 2 and "--model: the FGS-1 payoffs of game 'tiny' are not computed yet " \
+                         "(materialize fgs_strategies)" in err
+    code, out, err = run(capsys, "state", "--config", str(tiny_build["config"]), "--stacks", "1", "5",
+                         "--warehouse", str(tiny_build["warehouse"]), "--model", "FGS-1")
+    assert code == 0 and "no decision in this hand" in out and " jams " not in out, err
+
+
 def test_the_commands_that_read_a_game_take_the_flags_that_named_its_build(capsys, tiny_build, monkeypatch):
     """`state`, `simulate` and `site` take `build`'s game flags and name the game as it did: flags
     that change nothing name the game itself, flags that change a field another game (its name a
